@@ -1,0 +1,685 @@
+#!/usr/bin/env python3
+"""Generate kpybroker/protocol/messages/*.py from the schemas in protocol/*.schema.
+
+The schema language is described in protocol/README.md. For every message
+version the generator writes straight-line decode and encode functions (shared
+between versions whose code is identical), so that decoding a request costs no
+table look-ups at run time.
+
+    python scripts/gen_protocol.py           # rewrite the generated modules
+    python scripts/gen_protocol.py --check   # exit 1 if they are stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_DIR = ROOT / "protocol"
+OUT_DIR = ROOT / "kpybroker" / "protocol" / "messages"
+MAX_VERSION = 32767
+
+FIXED = {
+    "bool": ("BOOL", "False", 1),
+    "int8": ("I8", "0", 1),
+    "int16": ("I16", "0", 2),
+    "int32": ("I32", "0", 4),
+    "int64": ("I64", "0", 8),
+    "uint16": ("U16", "0", 2),
+    "float64": ("F64", "0.0", 8),
+}
+VARIABLE = {"string", "bytes", "records", "uuid"}
+PRIMITIVES = set(FIXED) | VARIABLE
+
+
+class SchemaError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Versions:
+    low: int
+    high: int
+
+    def __contains__(self, version: int) -> bool:
+        return self.low <= version <= self.high
+
+    @classmethod
+    def parse(cls, text: str) -> Versions | None:
+        if text == "none":
+            return None
+        if m := re.fullmatch(r"(\d+)\+", text):
+            return cls(int(m[1]), MAX_VERSION)
+        if m := re.fullmatch(r"(\d+)-(\d+)", text):
+            return cls(int(m[1]), int(m[2]))
+        if re.fullmatch(r"\d+", text):
+            return cls(int(text), int(text))
+        raise SchemaError(f"bad version range {text!r}")
+
+
+@dataclass
+class Field:
+    name: str
+    type: str  # primitive or struct name
+    array: bool
+    versions: Versions
+    nullable: Versions | None
+    tag: int | None
+    default: str | None
+    line: int
+    children: list[Field] = field(default_factory=list)
+
+    @property
+    def is_struct(self) -> bool:
+        return self.type not in PRIMITIVES
+
+    def present(self, version: int) -> bool:
+        return version in self.versions
+
+    def nullable_in(self, version: int) -> bool:
+        return self.nullable is not None and version in self.nullable
+
+
+@dataclass
+class Message:
+    class_name: str
+    versions: Versions
+    flexible: Versions | None
+    fields: list[Field]
+
+
+@dataclass
+class Schema:
+    name: str
+    module: str
+    api_key: int | None
+    versions: Versions
+    flexible: Versions | None
+    messages: list[Message]
+    structs: dict[str, list[Field]]
+
+
+# -- parsing ---------------------------------------------------------------
+
+FIELD_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_]*)\s+(?P<type>\S+)(?P<rest>.*)$")
+
+
+def parse_header(tokens: list[str], line: int) -> dict[str, str]:
+    attrs = {}
+    for tok in tokens:
+        if "=" not in tok:
+            raise SchemaError(f"line {line}: expected key=value, got {tok!r}")
+        k, v = tok.split("=", 1)
+        attrs[k] = v
+    return attrs
+
+
+def parse_field(text: str, line: int, message_versions: Versions) -> Field:
+    m = FIELD_RE.match(text)
+    if not m:
+        raise SchemaError(f"line {line}: cannot parse field {text!r}")
+    type_text = m["type"]
+    array = type_text.startswith("[")
+    if array:
+        if not type_text.endswith("]"):
+            raise SchemaError(f"line {line}: bad array type {type_text!r}")
+        type_text = type_text[1:-1]
+    if type_text not in PRIMITIVES and not re.fullmatch(r"[A-Z][A-Za-z0-9]*", type_text):
+        raise SchemaError(f"line {line}: unknown type {type_text!r}")
+    versions, nullable, tag, default = message_versions, None, None, None
+    rest = m["rest"].strip()
+    tokens = re.findall(r'default="(?:[^"\\]|\\.)*"|\S+', rest)
+    for tok in tokens:
+        if tok.startswith("v") and re.fullmatch(r"v[\d+\-]+", tok):
+            versions = Versions.parse(tok[1:])
+        elif tok == "nullable":
+            nullable = Versions(0, MAX_VERSION)
+        elif tok.startswith("nullable="):
+            nullable = Versions.parse(tok.split("=", 1)[1])
+        elif tok.startswith("tag="):
+            tag = int(tok.split("=", 1)[1])
+        elif tok.startswith("default="):
+            default = tok.split("=", 1)[1]
+        else:
+            raise SchemaError(f"line {line}: unknown attribute {tok!r}")
+    # Clamp to the message's versions: a field never outlives its message.
+    low = max(versions.low, message_versions.low)
+    high = min(versions.high, message_versions.high)
+    return Field(m["name"], type_text, array, Versions(low, high), nullable, tag, default, line)
+
+
+def parse_schema(path: Path) -> Schema:
+    lines = path.read_text().splitlines()
+    header: dict[str, str] | None = None
+    kind = ""
+    name = ""
+    structs: dict[str, list[Field]] = {}
+    sections: dict[str, list[Field]] = {}
+    stack: list[tuple[int, list[Field]]] = []
+    versions = Versions(0, 0)
+
+    def close_struct(f: Field) -> None:
+        if f.is_struct and f.children:
+            existing = structs.get(f.type)
+            if existing is not None and existing is not f.children:
+                raise SchemaError(f"{path.name}:{f.line}: struct {f.type} declared twice")
+            structs[f.type] = f.children
+
+    for lineno, raw in enumerate(lines, 1):
+        text = raw.split("#", 1)[0].rstrip()
+        if not text.strip():
+            continue
+        indent = len(text) - len(text.lstrip(" "))
+        text = text.strip()
+        if indent == 0:
+            tokens = text.split()
+            if tokens[0] in ("api", "message"):
+                kind, name = tokens[0], tokens[1]
+                header = parse_header(tokens[2:], lineno)
+                versions = Versions.parse(header["versions"]) or Versions(0, 0)
+                if kind == "message":
+                    sections[""] = []
+                    stack = [(0, sections[""])]
+            elif tokens[0] in ("request", "response"):
+                sections[tokens[0]] = []
+                stack = [(0, sections[tokens[0]])]
+            elif tokens[0] == "struct":
+                structs[tokens[1]] = []
+                stack = [(0, structs[tokens[1]])]
+            else:
+                raise SchemaError(f"{path.name}:{lineno}: unexpected {text!r}")
+            continue
+        if indent % 2:
+            raise SchemaError(f"{path.name}:{lineno}: indent by two spaces")
+        level = indent // 2
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        if not stack or stack[-1][0] != level - 1:
+            raise SchemaError(f"{path.name}:{lineno}: unexpected indentation")
+        f = parse_field(text, lineno, versions)
+        stack[-1][1].append(f)
+        stack.append((level, f.children))
+
+    if header is None:
+        raise SchemaError(f"{path.name}: no api or message line")
+
+    def register(fields: list[Field]) -> None:
+        for f in fields:
+            close_struct(f)
+            register(f.children)
+
+    for fields in list(sections.values()) + list(structs.values()):
+        register(fields)
+
+    def resolve(fields: list[Field]) -> None:
+        for f in fields:
+            if f.is_struct:
+                if not f.children:
+                    if f.type not in structs:
+                        raise SchemaError(f"{path.name}:{f.line}: unknown struct {f.type}")
+                    f.children = structs[f.type]
+                resolve(f.children)
+
+    for fields in sections.values():
+        resolve(fields)
+    flexible = Versions.parse(header.get("flexible", "none"))
+    module = path.stem
+    if kind == "api":
+        if set(sections) != {"request", "response"}:
+            raise SchemaError(f"{path.name}: an api needs request and response sections")
+        messages = [
+            Message(name + "Request", versions, flexible, sections["request"]),
+            Message(name + "Response", versions, flexible, sections["response"]),
+        ]
+        api_key = int(header["key"])
+    else:
+        messages = [Message(name, versions, flexible, sections[""])]
+        api_key = None
+    return Schema(name, module, api_key, versions, flexible, messages, structs)
+
+
+# -- code generation -------------------------------------------------------
+
+
+def python_default(f: Field, version: int | None = None) -> str:
+    """The Python expression for a field's default value."""
+    d = f.default
+    if f.array:
+        return "None" if d == "null" else "[]"
+    if f.is_struct:
+        return "None" if d == "null" else f"{f.type}()"
+    if d == "null":
+        return "None"
+    if f.type == "bool":
+        return "True" if d == "true" else "False"
+    if f.type in FIXED:
+        if d is None:
+            return FIXED[f.type][1]
+        return str(int(d, 0)) if f.type != "float64" else repr(float(d))
+    if f.type == "string":
+        return "''" if d is None else repr(d.strip('"').encode().decode("unicode_escape"))
+    if f.type == "uuid":
+        return "ZERO_UUID"
+    return "b''" if f.type == "bytes" else "None"  # records default to null
+
+
+class Emitter:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def indent(self) -> None:
+        self.depth += 1
+
+    def dedent(self) -> None:
+        self.depth -= 1
+
+
+class Generator:
+    """Generates one module: classes, then per-version decoders and encoders."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.functions: dict[str, str] = {}  # body text -> function name
+        self.chunks: list[str] = []
+        self.counter = 0
+        self.var = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.var += 1
+        return f"{prefix}{self.var}"
+
+    # classes ------------------------------------------------------------
+
+    def class_source(self, name: str, fields: list[Field], extra: list[str]) -> str:
+        e = Emitter()
+        e(f"class {name}:")
+        e.indent()
+        slots = ", ".join(repr(f.name) for f in fields)
+        e(f"__slots__ = ({slots}{',' if len(fields) == 1 else ''})")
+        for line in extra:
+            e(line)
+        if fields:
+            params = ", ".join(f"{f.name}=_MISSING" for f in fields)
+            e(f"def __init__(self, {params}):")
+            e.indent()
+            for f in fields:
+                e(f"self.{f.name} = {python_default(f)} if {f.name} is _MISSING else {f.name}")
+            e.dedent()
+        e("def __eq__(self, other):")
+        e.indent()
+        e("return type(other) is type(self) and all(")
+        e("    getattr(self, s) == getattr(other, s) for s in self.__slots__)")
+        e.dedent()
+        e("def __repr__(self):")
+        e.indent()
+        e("args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)")
+        e("return f'{type(self).__name__}({args})'")
+        e.dedent()
+        return "\n".join(e.lines)
+
+    # decoding -----------------------------------------------------------
+
+    def decode_value(self, e: Emitter, f: Field, target: str, flexible: bool, v: int) -> None:
+        """Emit code reading one (non-array) value of ``f``'s type into ``target``."""
+        t = f.type
+        if t in FIXED:
+            st = FIXED[t][0]
+            e(f"({target},) = {st}.unpack_from(buf, pos)")
+            e(f"pos += {FIXED[t][2]}")
+        elif t == "string":
+            fn = "read_compact_string" if flexible else "read_string"
+            e(f"{target}, pos = {fn}(buf, pos)")
+        elif t == "bytes":
+            fn = "read_compact_bytes" if flexible else "read_bytes"
+            e(f"{target}, pos = {fn}(buf, pos)")
+        elif t == "records":
+            fn = "read_compact_records" if flexible else "read_records"
+            e(f"{target}, pos = {fn}(buf, pos)")
+        elif t == "uuid":
+            e(f"{target}, pos = read_uuid(buf, pos)")
+        else:
+            fn = self.decoder_for(f.type, f.children, v, flexible)
+            e(f"{target}, pos = {fn}(buf, pos)")
+
+    def decode_field(self, e: Emitter, f: Field, target: str, flexible: bool, v: int) -> None:
+        if f.array:
+            n = self.fresh("n")
+            fn = "read_compact_array_length" if flexible else "read_array_length"
+            e(f"{n}, pos = {fn}(buf, pos)")
+            e(f"if {n} < 0:")
+            e.indent()
+            e(f"{target} = None")
+            e.dedent()
+            e("else:")
+            e.indent()
+            if f.type in FIXED and f.type != "bool":
+                e(f"{target}, pos = read_fixed_array(buf, pos, {n}, {FIXED[f.type][0]})")
+            else:
+                item = self.fresh("x")
+                e(f"{target} = []")
+                e(f"for _ in range({n}):")
+                e.indent()
+                self.decode_value(e, f, item, flexible, v)
+                e(f"{target}.append({item})")
+                e.dedent()
+            e.dedent()
+        elif f.is_struct and f.nullable_in(v):
+            marker = self.fresh("m")
+            e(f"({marker},) = I8.unpack_from(buf, pos)")
+            e("pos += 1")
+            e(f"if {marker} < 0:")
+            e.indent()
+            e(f"{target} = None")
+            e.dedent()
+            e("else:")
+            e.indent()
+            self.decode_value(e, f, target, flexible, v)
+            e.dedent()
+        else:
+            self.decode_value(e, f, target, flexible, v)
+
+    def decoder_for(self, cls: str, fields: list[Field], v: int, flexible: bool) -> str:
+        return self.numbered_fresh(lambda: self._decoder_for(cls, fields, v, flexible))
+
+    def _decoder_for(self, cls: str, fields: list[Field], v: int, flexible: bool) -> str:
+        e = Emitter()
+        e("def FUNC(buf, pos):")
+        e.indent()
+        present = [f for f in fields if f.present(v)]
+        tagged = [f for f in present if f.tag is not None and flexible]
+        locals_ = {f.name: f"f_{f.name}" for f in fields}
+        for f in present:
+            if f.tag is not None:
+                if flexible:
+                    e(f"{locals_[f.name]} = {python_default(f)}")
+                continue
+            self.decode_field(e, f, locals_[f.name], flexible, v)
+        if flexible:
+            e("ntags, pos = read_uvarint(buf, pos)")
+            e("for _ in range(ntags):")
+            e.indent()
+            if tagged:
+                e("tag, size, pos = read_tag_header(buf, pos)")
+                e("end = pos + size")
+                for i, f in enumerate(sorted(tagged, key=lambda f: f.tag)):
+                    e(f"{'if' if i == 0 else 'elif'} tag == {f.tag}:")
+                    e.indent()
+                    self.decode_field(e, f, locals_[f.name], flexible, v)
+                    e.dedent()
+                e("pos = end")
+            else:
+                e("tag, pos = read_uvarint(buf, pos)")
+                e("pos = skip_tagged_field(buf, pos)")
+            e.dedent()
+        args = []
+        for f in fields:
+            if f.present(v) and (f.tag is None or flexible):
+                args.append(locals_[f.name])
+            else:
+                args.append(python_default(f))
+        e(f"return {cls}({', '.join(args)}), pos")
+        return self.register("_dec", cls, v, e)
+
+    def numbered_fresh(self, build):
+        """Run ``build`` with local variable numbering restarted, so that identical
+        functions get identical text and are shared between versions."""
+        saved, self.var = self.var, 0
+        try:
+            return build()
+        finally:
+            self.var = saved
+
+    def register(self, prefix: str, cls: str, v: int, e: Emitter) -> str:
+        body = "\n".join(e.lines)
+        if body in self.functions:
+            return self.functions[body]
+        name = f"{prefix}_{cls}_v{v}"
+        self.functions[body] = name
+        self.chunks.append(body.replace("FUNC", name, 1))
+        return name
+
+    # encoding -----------------------------------------------------------
+
+    def encode_value(self, e: Emitter, f: Field, value: str, flexible: bool, v: int) -> None:
+        t = f.type
+        if t in FIXED:
+            e(f"out += {FIXED[t][0]}.pack({value})")
+        elif t == "string":
+            fn = "write_compact_string" if flexible else "write_string"
+            e(f"{fn}(out, {value})")
+        elif t == "bytes":
+            fn = "write_compact_bytes" if flexible else "write_bytes"
+            e(f"{fn}(out, {value})")
+        elif t == "records":
+            fn = "write_compact_records" if flexible else "write_records"
+            e(f"{fn}(w, {value})")
+            e("out = w.buf")
+        elif t == "uuid":
+            e(f"out += {value}")
+        else:
+            fn = self.encoder_for(f.type, f.children, v, flexible)
+            e(f"{fn}(w, {value})")
+            e("out = w.buf")
+
+    def encode_field(self, e: Emitter, f: Field, value: str, flexible: bool, v: int) -> None:
+        nullable = f.nullable_in(v)
+        if f.array:
+            tmp = self.fresh("a")
+            e(f"{tmp} = {value}")
+            if not nullable:
+                e(f"if {tmp} is None:")
+                e.indent()
+                e(f"{tmp} = []")
+                e.dedent()
+            else:
+                e(f"if {tmp} is None:")
+                e.indent()
+                e("out.append(0)" if flexible else "out += b'\\xff\\xff\\xff\\xff'")
+                e.dedent()
+                e("else:")
+                e.indent()
+            if flexible:
+                e(f"write_uvarint(out, len({tmp}) + 1)")
+            else:
+                e(f"out += I32.pack(len({tmp}))")
+            if f.type in FIXED and f.type != "bool":
+                e(f"write_fixed_array(out, {tmp}, {FIXED[f.type][0]})")
+            else:
+                item = self.fresh("x")
+                e(f"for {item} in {tmp}:")
+                e.indent()
+                self.encode_value(e, f, item, flexible, v)
+                e.dedent()
+            if nullable:
+                e.dedent()
+        elif f.is_struct and nullable:
+            e(f"if {value} is None:")
+            e.indent()
+            e("out += b'\\xff'")
+            e.dedent()
+            e("else:")
+            e.indent()
+            e("out += b'\\x01'")
+            self.encode_value(e, f, value, flexible, v)
+            e.dedent()
+        elif f.type in ("string", "bytes") and not nullable:
+            empty = "''" if f.type == "string" else "b''"
+            self.encode_value(e, f, f"({value} if {value} is not None else {empty})", flexible, v)
+        else:
+            self.encode_value(e, f, value, flexible, v)
+
+    def encoder_for(self, cls: str, fields: list[Field], v: int, flexible: bool) -> str:
+        return self.numbered_fresh(lambda: self._encoder_for(cls, fields, v, flexible))
+
+    def _encoder_for(self, cls: str, fields: list[Field], v: int, flexible: bool) -> str:
+        e = Emitter()
+        e("def FUNC(w, o):")
+        e.indent()
+        e("out = w.buf")
+        present = [f for f in fields if f.present(v)]
+        for f in present:
+            if f.tag is None:
+                self.encode_field(e, f, f"o.{f.name}", flexible, v)
+        if flexible:
+            tagged = sorted((f for f in present if f.tag is not None), key=lambda f: f.tag)
+            if not tagged:
+                e("out.append(0)")
+            else:
+                e("tags = []")
+                for f in tagged:
+                    e(f"if o.{f.name} != {python_default(f)}:")
+                    e.indent()
+                    e("outer, w.buf = w.buf, bytearray()")
+                    e("out = w.buf")
+                    self.encode_field(e, f, f"o.{f.name}", flexible, v)
+                    e(f"tags.append(({f.tag}, w.buf))")
+                    e("w.buf = out = outer")
+                    e.dedent()
+                e("write_uvarint(out, len(tags))")
+                e("for tag, data in tags:")
+                e.indent()
+                e("write_uvarint(out, tag)")
+                e("write_uvarint(out, len(data))")
+                e("out += data")
+                e.dedent()
+        return self.register("_enc", cls, v, e)
+
+    # module -------------------------------------------------------------
+
+    def struct_classes(self) -> list[str]:
+        seen: dict[str, list[Field]] = {}
+
+        def walk(fields: list[Field]) -> None:
+            for f in fields:
+                if f.is_struct and f.type not in seen:
+                    walk(f.children)
+                    seen[f.type] = f.children
+
+        for msg in self.schema.messages:
+            walk(msg.fields)
+        return [self.class_source(name, fields, []) for name, fields in seen.items()]
+
+    def module(self) -> str:
+        s = self.schema
+        head = [
+            f"# Generated by scripts/gen_protocol.py from protocol/{s.module}.schema. Do not edit.",
+            "# ruff: noqa",
+            "from kpybroker.protocol._codec import (",
+            "    BOOL, F64, I8, I16, I32, I64, U16, ZERO_UUID, UnsupportedVersionError, Writer,",
+            "    read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,",
+            "    read_compact_records, read_compact_string, read_fixed_array, read_records,",
+            "    read_string, read_tag_header, read_uuid, read_uvarint, skip_tagged_field,",
+            "    write_bytes, write_compact_bytes, write_compact_records, write_compact_string,",
+            "    write_fixed_array, write_records, write_string, write_uvarint,",
+            ")",
+            "",
+            "_MISSING = object()",
+            "",
+        ]
+        if s.api_key is not None:
+            head.append(f"API_KEY = {s.api_key}")
+        head.append(f"NAME = {s.name!r}")
+        head.append(f"VERSIONS = ({s.versions.low}, {s.versions.high})")
+        flex = None if s.flexible is None else s.flexible.low
+        head.append(f"FLEXIBLE_FROM = {flex}")
+        head.append("")
+        classes = self.struct_classes()
+        tables = []
+        for msg in s.messages:
+            decoders, encoders = [], []
+            for v in range(msg.versions.low, msg.versions.high + 1):
+                flexible = msg.flexible is not None and v in msg.flexible
+                decoders.append(f"{v}: {self.decoder_for(msg.class_name, msg.fields, v, flexible)}")
+                encoders.append(f"{v}: {self.encoder_for(msg.class_name, msg.fields, v, flexible)}")
+            extra = [
+                f"VERSIONS = ({msg.versions.low}, {msg.versions.high})",
+                "@staticmethod",
+                "def decode(buf, pos, version):",
+                "    try:",
+                f"        decoder = _DECODERS_{msg.class_name}[version]",
+                "    except KeyError:",
+                f"        raise UnsupportedVersionError("
+                f"'{msg.class_name} v%d' % version) from None",
+                "    return decoder(buf, pos)",
+                "def encode(self, version):",
+                "    w = Writer()",
+                f"    _ENCODERS_{msg.class_name}[version](w, self)",
+                "    return w.finish()",
+                "def encode_bytes(self, version):",
+                "    return b''.join(self.encode(version))",
+            ]
+            classes.append(self.class_source(msg.class_name, msg.fields, extra))
+            tables.append(f"_DECODERS_{msg.class_name} = {{{', '.join(decoders)}}}")
+            tables.append(f"_ENCODERS_{msg.class_name} = {{{', '.join(encoders)}}}")
+        parts = ["\n".join(head), *classes, *self.chunks, "\n".join(tables)]
+        return "\n\n\n".join(parts) + "\n"
+
+
+def registry_module(schemas: list[Schema]) -> str:
+    apis = sorted((s for s in schemas if s.api_key is not None), key=lambda s: s.api_key)
+    lines = [
+        "# Generated by scripts/gen_protocol.py. Do not edit.",
+        '"""Every API that has a schema: key -> (name, module, request and response classes)."""',
+        "# ruff: noqa",
+        "",
+    ]
+    for s in apis:
+        lines.append(f"from kpybroker.protocol.messages import {s.module}")
+    lines.append("")
+    lines.append("SCHEMAS = {")
+    for s in apis:
+        lines.append(f"    {s.api_key}: {s.module},")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def generate() -> dict[Path, str]:
+    schemas = [parse_schema(p) for p in sorted(SCHEMA_DIR.glob("*.schema"))]
+    keys: dict[int, str] = {}
+    for s in schemas:
+        if s.api_key is not None:
+            if s.api_key in keys:
+                raise SchemaError(f"api key {s.api_key} in {keys[s.api_key]} and {s.module}")
+            keys[s.api_key] = s.module
+    out = {OUT_DIR / f"{s.module}.py": Generator(s).module() for s in schemas}
+    out[OUT_DIR / "__init__.py"] = registry_module(schemas)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if generated code is stale")
+    args = parser.parse_args()
+    try:
+        files = generate()
+    except SchemaError as exc:
+        print(f"schema error: {exc}", file=sys.stderr)
+        return 2
+    stale = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
+    existing = {p for p in OUT_DIR.glob("*.py")}
+    orphans = existing - set(files)
+    if args.check:
+        for p in stale:
+            print(f"stale: {p.relative_to(ROOT)}", file=sys.stderr)
+        for p in orphans:
+            print(f"orphan: {p.relative_to(ROOT)}", file=sys.stderr)
+        return 1 if stale or orphans else 0
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    for p in stale:
+        p.write_text(files[p])
+    for p in orphans:
+        p.unlink()
+    print(f"generated {len(files)} modules ({len(stale)} changed)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
