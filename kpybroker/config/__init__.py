@@ -1,0 +1,66 @@
+"""Every broker and topic config kpybroker knows, under Kafka's names and with Kafka's defaults.
+
+The tables (``BROKER_CONFIGS``, ``TOPIC_CONFIGS``) are the single source the broker,
+DescribeConfigs and the generated docs read. ``BrokerConfig`` is the broker's typed
+configuration; the topic functions derive a topic's effective config from it.
+"""
+
+from kpybroker.config.broker import (
+    SECURITY_PROTOCOLS,
+    BrokerConfig,
+    ConfigSynonym,
+    Listener,
+    broker_config_synonyms,
+)
+from kpybroker.config.broker_table import BROKER_CONFIGS
+from kpybroker.config.core import (
+    ConfigError,
+    ConfigKey,
+    ConfigSource,
+    ConfigType,
+    Importance,
+    Password,
+    UpdateMode,
+    Validator,
+)
+from kpybroker.config.properties import (
+    PropertiesFormatError,
+    parse_override,
+    parse_properties,
+    read_properties,
+)
+from kpybroker.config.topic import (
+    effective_topic_config,
+    topic_config_source,
+    topic_config_synonyms,
+    topic_defaults,
+    validate_topic_configs,
+)
+from kpybroker.config.topic_table import TOPIC_CONFIGS
+
+__all__ = [
+    "BROKER_CONFIGS",
+    "SECURITY_PROTOCOLS",
+    "TOPIC_CONFIGS",
+    "BrokerConfig",
+    "ConfigError",
+    "ConfigKey",
+    "ConfigSource",
+    "ConfigSynonym",
+    "ConfigType",
+    "Importance",
+    "Listener",
+    "Password",
+    "PropertiesFormatError",
+    "UpdateMode",
+    "Validator",
+    "broker_config_synonyms",
+    "effective_topic_config",
+    "parse_override",
+    "parse_properties",
+    "read_properties",
+    "topic_config_source",
+    "topic_config_synonyms",
+    "topic_defaults",
+    "validate_topic_configs",
+]

@@ -1,0 +1,170 @@
+"""Frames and headers, sans I/O.
+
+Bytes go in, whole request frames come out; a response object goes in, bytes
+(and deferred record sources) come out. Nothing here touches a socket, so the
+server, tests and tools all share the same code path.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, NamedTuple
+
+from kpybroker.protocol._codec import (
+    I16,
+    I32,
+    DecodeError,
+    read_string,
+    read_uvarint,
+    skip_tagged_field,
+)
+from kpybroker.protocol.messages import SCHEMAS
+
+_HEADER_FIXED = struct.Struct(">hhi")
+API_VERSIONS_KEY = 18
+
+
+class FrameTooLargeError(DecodeError):
+    """A frame announced more bytes than ``socket.request.max.bytes`` allows."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds the limit of {limit}")
+        self.size = size
+
+
+class FrameDecoder:
+    """Splits a byte stream into length-prefixed frames.
+
+    Kafka's frame is an int32 size followed by that many bytes. Each frame is
+    returned as its own ``bytearray`` so that record batches inside it can be
+    stamped in place without another copy.
+    """
+
+    def __init__(self, max_frame_size: int) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._need = -1  # size of the frame being read, or -1 while reading the size
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytearray]:
+        self._buf += data
+        frames: list[bytearray] = []
+        buf = self._buf
+        start = 0
+        while True:
+            if self._need < 0:
+                if len(buf) - start < 4:
+                    break
+                (size,) = I32.unpack_from(buf, start)
+                if size < 0 or size > self.max_frame_size:
+                    raise FrameTooLargeError(size, self.max_frame_size)
+                self._need = size
+                start += 4
+            if len(buf) - start < self._need:
+                break
+            frames.append(buf[start : start + self._need])
+            start += self._need
+            self._need = -1
+        if start:
+            del buf[:start]
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+
+class RequestHeader(NamedTuple):
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body_offset: int
+
+
+def request_is_flexible(api_key: int, api_version: int) -> bool:
+    schema = SCHEMAS.get(api_key)
+    if schema is None or schema.FLEXIBLE_FROM is None:
+        return False
+    return api_version >= schema.FLEXIBLE_FROM
+
+
+def peek_api(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
+    """Read (api_key, api_version, correlation_id), which every header version starts with."""
+    try:
+        return _HEADER_FIXED.unpack_from(frame, 0)
+    except struct.error:
+        raise DecodeError("frame shorter than a request header") from None
+
+
+def parse_request_header(frame: bytes | bytearray | memoryview) -> RequestHeader:
+    """Parse header v1 or v2, chosen by whether the API version is flexible.
+
+    ``client_id`` keeps its int16 length even in header v2, so that any broker
+    can read it; only v2 adds a tagged-field section after it.
+    """
+    api_key, api_version, correlation_id = peek_api(frame)
+    client_id, pos = read_string(frame, 8)
+    if request_is_flexible(api_key, api_version):
+        count, pos = read_uvarint(frame, pos)
+        for _ in range(count):
+            _, pos = read_uvarint(frame, pos)
+            pos = skip_tagged_field(frame, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
+
+
+def response_header(api_key: int, api_version: int, correlation_id: int) -> bytes:
+    """Response header v0, or v1 (with an empty tag section) for flexible versions.
+
+    ApiVersions always answers with header v0, whatever its version (KIP-511):
+    a client that does not yet know the broker's versions must be able to read it.
+    """
+    if api_key != API_VERSIONS_KEY and request_is_flexible(api_key, api_version):
+        return I32.pack(correlation_id) + b"\x00"
+    return I32.pack(correlation_id)
+
+
+def frame_response(header: bytes, body_parts: list[Any]) -> list[Any]:
+    """Prefix the size to a response made of buffers and deferred record sources."""
+    size = len(header) + sum(len(p) for p in body_parts)
+    return [I32.pack(size) + header, *body_parts]
+
+
+def encode_request(
+    request: Any, api_version: int, correlation_id: int, client_id: str | None
+) -> bytes:
+    """Encode a whole request frame; used by tests, tools and the replica fetcher."""
+    api_key = SCHEMAS_BY_CLASS[type(request)]
+    header = bytearray(_HEADER_FIXED.pack(api_key, api_version, correlation_id))
+    if client_id is None:
+        header += b"\xff\xff"
+    else:
+        data = client_id.encode()
+        header += I16.pack(len(data)) + data
+    if request_is_flexible(api_key, api_version):
+        header.append(0)
+    body = request.encode_bytes(api_version)
+    return I32.pack(len(header) + len(body)) + bytes(header) + body
+
+
+def decode_response(frame: bytes | bytearray | memoryview, request: Any, api_version: int) -> Any:
+    """Decode a response frame (without its size prefix) to the request's response class.
+
+    Returns ``(correlation_id, response)``.
+    """
+    api_key = SCHEMAS_BY_CLASS[type(request)]
+    module = SCHEMAS[api_key]
+    (correlation_id,) = I32.unpack_from(frame, 0)
+    pos = 4
+    if api_key != API_VERSIONS_KEY and request_is_flexible(api_key, api_version):
+        count, pos = read_uvarint(frame, pos)
+        for _ in range(count):
+            _, pos = read_uvarint(frame, pos)
+            pos = skip_tagged_field(frame, pos)
+    response_cls = getattr(module, module.NAME + "Response")
+    response, _ = response_cls.decode(frame, pos, api_version)
+    return correlation_id, response
+
+
+SCHEMAS_BY_CLASS = {
+    getattr(module, module.NAME + "Request"): key for key, module in SCHEMAS.items()
+}
