@@ -1,0 +1,5 @@
+import sys
+
+from kpybroker.cli import main
+
+sys.exit(main())

@@ -1,0 +1,126 @@
+"""Metadata (key 3): brokers, controller, topics and their partitions' leaders.
+
+Versions: in v0 an empty topic list means every topic, from v1 a null list
+does (and an empty one none); v1 adds racks, the controller and is_internal;
+v2 the cluster ID; v4 lets the client forbid auto-creation (before v4 it is
+always allowed); v5 offline replicas; v7 leader epochs; v8 authorized
+operations; v9 is flexible; v10 topic IDs (v10+ may ask by ID); v11 drops
+cluster authorized operations; v12 lets a topic name be null in answers.
+
+Auto-creation follows ``auto.create.topics.enable`` and ``num.partitions``.
+The topic is created before the answer, so the answer already has its
+leaders (Kafka answers LEADER_NOT_AVAILABLE first and clients retry).
+"""
+
+from __future__ import annotations
+
+from kpybroker.apis.registry import RequestContext, api
+from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.messages import metadata
+from kpybroker.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+
+AUTO_CREATE_FROM = 4
+NO_OPERATIONS = -(2**31)
+# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS:
+# what a topic allows when no authorizer is configured.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+# CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE.
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+
+def topic_metadata(ctx: RequestContext, topic, authorized: bool) -> MetadataResponseTopic:
+    live = ctx.broker.live_broker_ids()
+    partitions = []
+    for index in sorted(topic.partitions):
+        state = topic.partitions[index]
+        leader_alive = state.leader in live
+        partitions.append(
+            MetadataResponsePartition(
+                error_code=ErrorCode.NONE if leader_alive else ErrorCode.LEADER_NOT_AVAILABLE,
+                partition_index=index,
+                leader_id=state.leader if leader_alive else -1,
+                leader_epoch=state.leader_epoch,
+                replica_nodes=list(state.replicas),
+                isr_nodes=list(state.isr),
+                offline_replicas=[r for r in state.replicas if r not in live],
+            )
+        )
+    return MetadataResponseTopic(
+        error_code=ErrorCode.NONE,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        partitions=partitions,
+        topic_authorized_operations=TOPIC_OPERATIONS if authorized else NO_OPERATIONS,
+    )
+
+
+def error_topic(code: ErrorCode, name: str | None, topic_id: bytes | None = None):
+    return MetadataResponseTopic(
+        error_code=code, name=name, topic_id=topic_id or bytes(16), is_internal=False
+    )
+
+
+async def requested_topics(ctx: RequestContext, request: MetadataRequest):
+    """Yield (topic or None, error topic or None) for each requested topic, creating as allowed."""
+    topics = ctx.broker.topics
+    allow_create = (
+        ctx.api_version < AUTO_CREATE_FROM or request.allow_auto_topic_creation
+    ) and ctx.broker.config.get("auto.create.topics.enable")
+    seen = set()
+    for wanted in request.topics:
+        if wanted.name is None:
+            topic = topics.by_id(wanted.topic_id)
+            if topic is None:
+                yield error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, wanted.topic_id)
+                continue
+        else:
+            if wanted.name in seen:
+                continue
+            seen.add(wanted.name)
+            topic = topics.get(wanted.name)
+            if topic is None:
+                try:
+                    if not allow_create:
+                        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    topic = await topics.auto_create(wanted.name)
+                except KafkaError as exc:
+                    yield error_topic(exc.code, wanted.name)
+                    continue
+        yield topic
+
+
+@api(metadata, 0, 12)
+async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    broker = ctx.broker
+    authorized = request.include_topic_authorized_operations
+    everything = request.topics is None or (ctx.api_version == 0 and not request.topics)
+    topics = []
+    if everything:
+        for topic in broker.topics.all():
+            topics.append(topic_metadata(ctx, topic, authorized))
+    else:
+        async for item in requested_topics(ctx, request):
+            if isinstance(item, MetadataResponseTopic):
+                topics.append(item)
+            else:
+                topics.append(topic_metadata(ctx, item, authorized))
+    brokers = [
+        MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+        for b in broker.live_brokers(ctx.listener)
+    ]
+    return MetadataResponse(
+        brokers=brokers,
+        cluster_id=broker.cluster_id,
+        controller_id=broker.controller_id(),
+        topics=topics,
+        cluster_authorized_operations=(
+            CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else NO_OPERATIONS
+        ),
+    )

@@ -1,0 +1,46 @@
+"""OffsetForLeaderEpoch (key 23): where a leader epoch ends in this log.
+
+Versions: 0-1 are gone in Kafka 4; 2 adds the current leader epoch check
+(librdkafka sends exactly v2); 3 adds replica_id (-1 for consumers; Java
+clients validate positions only when v3+ is offered); 4 is flexible.
+
+For the current epoch the answer is the log end offset; for an older one,
+the start offset of the next epoch in the leader-epoch cache. A consumer
+uses it to detect a truncated log after a leader change (KIP-320), and a
+returning follower to find where its log diverged.
+"""
+
+from __future__ import annotations
+
+from kpybroker.apis.registry import RequestContext, api
+from kpybroker.protocol.errors import KafkaError
+from kpybroker.protocol.messages import offset_for_leader_epoch
+from kpybroker.protocol.messages.offset_for_leader_epoch import (
+    EpochEndOffset,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderTopicResult,
+)
+
+
+@api(offset_for_leader_epoch, 2, 4)
+async def handle_offset_for_leader_epoch(
+    ctx: RequestContext, request: OffsetForLeaderEpochRequest
+) -> OffsetForLeaderEpochResponse:
+    replicas = ctx.broker.replicas
+    topics = []
+    for topic in request.topics:
+        results = []
+        for p in topic.partitions:
+            result = EpochEndOffset(partition=p.partition)
+            try:
+                partition = replicas.leader_partition(topic.topic, p.partition)
+                partition.check_leader_epoch(p.current_leader_epoch)
+                result.leader_epoch, result.end_offset = partition.end_offset_for_epoch(
+                    p.leader_epoch
+                )
+            except KafkaError as exc:
+                result.error_code = exc.code
+            results.append(result)
+        topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=results))
+    return OffsetForLeaderEpochResponse(topics=topics)

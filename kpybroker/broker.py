@@ -1,0 +1,209 @@
+"""The broker: wires the metadata store, the logs, the partitions and the listeners.
+
+Start-up order matters for safety: logs are loaded (and recovered) before
+the listeners accept anything, and the broker registers itself only once it
+can serve. The "ready" line is logged last, when connections are accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import kpybroker.apis  # noqa: F401  (registers every handler)
+from kpybroker.cluster.partition import LeaderState, Partition
+from kpybroker.cluster.replica_manager import ReplicaManager
+from kpybroker.config import BrokerConfig, effective_topic_config
+from kpybroker.log.config import LogConfig
+from kpybroker.log.log_manager import LogManager
+from kpybroker.metadata.builtin import BuiltinMetadataStore
+from kpybroker.metadata.cluster import ChangeKind, ClusterMetadata, Endpoint, MetadataChange
+from kpybroker.metadata.store import MetadataStore
+from kpybroker.producer_ids import ProducerIdManager
+from kpybroker.server.listener import bound_port, start_listener
+from kpybroker.topics import TopicManager
+
+log = logging.getLogger(__name__)
+
+METADATA_DIR_NAME = "kpybroker-metadata"
+HOUSEKEEPING_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerAddress:
+    """Where clients reach a broker on one listener."""
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def open_metadata_store(config: BrokerConfig) -> MetadataStore:
+    """The built-in store in the data directory (``metadata.log.dir``, else the first log dir)."""
+    base = config.get("metadata.log.dir") or config.log_dirs()[0]
+    return BuiltinMetadataStore(Path(base) / METADATA_DIR_NAME)
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker_id: int = config.get("broker.id")
+        self.connections: set = set()
+        self.replicas = ReplicaManager(self.broker_id)
+        self.topics = TopicManager(self)
+        self.store: MetadataStore | None = None
+        self.cluster: ClusterMetadata | None = None
+        self.logs: LogManager | None = None
+        self.producer_ids: ProducerIdManager | None = None
+        self.cluster_id: str | None = None
+        self.servers: list[asyncio.Server] = []
+        self.tasks: list[asyncio.Task] = []
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def start(self) -> None:
+        started = time.monotonic()
+        config = self.config
+        self.store = open_metadata_store(config)
+        await self.store.start()
+        self.cluster = ClusterMetadata(self.store)
+        await self.cluster.start()
+        self.cluster_id = await self.cluster.ensure_cluster_id()
+        self.logs = LogManager(
+            config.log_dirs(),
+            broker_id=self.broker_id,
+            cluster_id=self.cluster_id,
+            config_for=self.log_config_for,
+            producer_id_expiration_ms=config.get("producer.id.expiration.ms"),
+        )
+        self.producer_ids = ProducerIdManager(self.store, self.broker_id)
+        max_request = config.get("socket.request.max.bytes")
+        ports = {}
+        for listener in config.listeners():
+            server = await start_listener(
+                self, listener.name, listener.host, listener.port, max_request
+            )
+            self.servers.append(server)
+            ports[listener.name] = bound_port(server)
+        advertised = config.advertised_listeners(bound_ports=ports)
+        await self.cluster.register_broker(
+            self.broker_id,
+            [Endpoint(a.name, a.host, a.port, a.security_protocol) for a in advertised],
+            config.get("broker.rack"),
+        )
+        await self.cluster.elect_controller(self.broker_id)
+        self.cluster.add_listener(self.on_metadata_change)
+        self.remove_stray_logs()
+        for name in list(self.cluster.topics()):
+            self.apply_topic(name)
+        for server in self.servers:
+            await server.start_serving()
+        self.tasks.append(asyncio.create_task(self.housekeeping(), name="housekeeping"))
+        log.info(
+            "Broker %d started in %.0f ms (cluster %s); ready, listening on %s",
+            self.broker_id,
+            (time.monotonic() - started) * 1000,
+            self.cluster_id,
+            ", ".join(f"{a.name}://{a.host}:{a.port}" for a in advertised),
+        )
+
+    async def stop(self) -> None:
+        for server in self.servers:
+            server.close()
+        for conn in list(self.connections):
+            conn.close()
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.logs is not None:
+            self.logs.close()
+        if self.cluster is not None:
+            await self.cluster.close()
+        if self.store is not None:
+            await self.store.close()
+
+    async def housekeeping(self) -> None:
+        """Checkpoints, flushes and retention at their configured intervals (LogManager decides)."""
+        while True:
+            await asyncio.sleep(HOUSEKEEPING_INTERVAL_S)
+            try:
+                self.logs.periodic()
+            except Exception:
+                log.exception("housekeeping failed; will retry")
+
+    # -- topics and partitions ---------------------------------------------
+
+    def topic_overrides(self, topic: str) -> dict[str, str]:
+        meta = self.cluster.topics().get(topic) if self.cluster else None
+        return dict(meta.configs) if meta else {}
+
+    def log_config_for(self, topic: str) -> LogConfig:
+        values = effective_topic_config(self.config, self.topic_overrides(topic))
+        return LogConfig.from_topic_config(values)
+
+    def apply_topic(self, name: str) -> None:
+        """Make this broker's partitions of ``name`` match the cluster metadata."""
+        meta = self.cluster.topics().get(name)
+        if meta is None:
+            for partition in self.replicas.remove_topic(name):
+                self.logs.delete_partition(name, partition.index)
+            return
+        config = self.log_config_for(name)
+        min_isr = config.min_insync_replicas
+        topic_id = meta.topic_id.bytes
+        for index, pm in meta.partitions.items():
+            existing = self.replicas.get(name, index)
+            if self.broker_id not in pm.replicas:
+                continue
+            state = LeaderState(pm.leader, pm.leader_epoch, list(pm.replicas), list(pm.isr))
+            if existing is not None:
+                existing.state = state
+                existing.min_insync_replicas = min_isr
+                continue
+            plog = self.logs.get_or_create(name, index, topic_id, config)
+            if state.leader == self.broker_id:
+                plog.maybe_assign_epoch_start_offset(state.leader_epoch, plog.log_end_offset)
+            self.replicas.add(
+                Partition(name, index, topic_id, plog, self.broker_id, state, min_isr)
+            )
+
+    def remove_stray_logs(self) -> None:
+        """Delete logs whose topic is gone from the metadata, or was recreated under a new ID."""
+        topics = self.cluster.topics()
+        for (name, index), plog in self.logs:
+            meta = topics.get(name)
+            if meta is None or (plog.topic_id and plog.topic_id != meta.topic_id.bytes):
+                log.warning("deleting stray log %s-%d: its topic no longer exists", name, index)
+                self.logs.delete_partition(name, index)
+
+    def on_metadata_change(self, change: MetadataChange) -> None:
+        if change.kind in (ChangeKind.TOPIC, ChangeKind.PARTITION):
+            self.apply_topic(change.name)
+        elif change.kind == ChangeKind.TOPIC_CONFIG:
+            config = self.log_config_for(change.name)
+            self.logs.update_config(change.name, config)
+            for partition in self.replicas.partitions.values():
+                if partition.topic == change.name:
+                    partition.min_insync_replicas = config.min_insync_replicas
+
+    # -- cluster view for handlers -----------------------------------------
+
+    def live_broker_ids(self) -> set[int]:
+        return set(self.cluster.live_brokers())
+
+    def live_brokers(self, listener: str) -> list[BrokerAddress]:
+        """Live brokers' addresses on ``listener``, the listener the request came in on."""
+        found = []
+        for broker_id, reg in sorted(self.cluster.live_brokers().items()):
+            for ep in reg.endpoints:
+                if ep.listener == listener:
+                    found.append(BrokerAddress(broker_id, ep.host, ep.port, reg.rack))
+        return found
+
+    def controller_id(self) -> int:
+        controller = self.cluster.controller_id
+        return -1 if controller is None else controller

@@ -1,0 +1,310 @@
+"""Topic administration: Kafka's rules for creating and deleting topics.
+
+The checks and their messages are Kafka's (``Topic.validate``,
+``ReplicationControlManager.createTopic``), in Kafka's order, so that an
+admin client sees the same error for the same mistake.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kpybroker.config import (
+    TOPIC_CONFIGS,
+    effective_topic_config,
+    topic_config_source,
+    validate_topic_configs,
+)
+from kpybroker.metadata.cluster import (
+    PartitionMetadata,
+    TopicMetadata,
+    UnknownTopicError,
+    validate_topic_name,
+)
+from kpybroker.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from kpybroker.broker import Broker
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+MAX_NAME_LENGTH = 249
+LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def topic_name_error(name: str) -> str | None:
+    """Kafka's ``Topic.validate``, with its messages; None for a legal name."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > MAX_NAME_LENGTH:
+        return (
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
+            f"topic name: {name}"
+        )
+    if not LEGAL_NAME.fullmatch(name):
+        return (
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'"
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    """A topic as handlers see it: the cached metadata plus what follows from it."""
+
+    meta: TopicMetadata
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def topic_id(self) -> bytes:
+        return self.meta.topic_id.bytes
+
+    @property
+    def partitions(self) -> Mapping[int, PartitionMetadata]:
+        return self.meta.partitions
+
+    @property
+    def configs(self) -> Mapping[str, str]:
+        return self.meta.configs
+
+    @property
+    def is_internal(self) -> bool:
+        return self.meta.name in INTERNAL_TOPICS
+
+    @property
+    def replication_factor(self) -> int:
+        first = self.meta.partitions.get(0)
+        return len(first.replicas) if first else 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: int
+    read_only: bool
+    sensitive: bool
+
+
+def assign_replicas(
+    brokers: list[int], partitions: int, replication_factor: int, first_partition: int = 0
+) -> dict[int, list[int]]:
+    """Spread replicas over brokers as Kafka's rack-unaware assignment does.
+
+    Leaders go round-robin from a random broker; each partition's followers
+    follow its leader at a shift that grows every full round, so that
+    replicas of consecutive partitions do not pile onto the same brokers.
+    """
+    brokers = sorted(brokers)
+    n = len(brokers)
+    start = random.randrange(n)
+    shift = random.randrange(n)
+    assignment = {}
+    for i in range(partitions):
+        p = first_partition + i
+        if i > 0 and i % n == 0:
+            shift += 1
+        leader = (start + i) % n
+        replicas = [brokers[leader]]
+        for j in range(replication_factor - 1):
+            step = 1 + (shift + j) % (n - 1) if n > 1 else 0
+            replicas.append(brokers[(leader + step) % n])
+        assignment[p] = replicas
+    return assignment
+
+
+class TopicManager:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    @property
+    def cluster(self):
+        return self.broker.cluster
+
+    def all(self) -> list[Topic]:
+        return [Topic(meta) for meta in self.cluster.topics().values()]
+
+    def get(self, name: str) -> Topic | None:
+        meta = self.cluster.topics().get(name)
+        return None if meta is None else Topic(meta)
+
+    def by_id(self, topic_id: bytes) -> Topic | None:
+        name = self.broker.replicas.topic_name(topic_id)
+        if name is None:
+            name = next(
+                (m.name for m in self.cluster.topics().values() if m.topic_id.bytes == topic_id),
+                None,
+            )
+        return None if name is None else self.get(name)
+
+    def check_new_name(self, name: str) -> None:
+        message = topic_name_error(name)
+        if message is not None:
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, message)
+        validate_topic_name(name)
+        if name in self.cluster.topics():
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if "." in name or "_" in name:
+            unified = name.replace(".", "_")
+            clash = [t for t in self.cluster.topics() if t.replace(".", "_") == unified]
+            if clash:
+                raise KafkaError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Topic '{name}' collides with existing topic: {clash[0]}",
+                )
+
+    def plan_assignment(
+        self, num_partitions: int, replication_factor: int, assignments: dict[int, list[int]]
+    ) -> dict[int, list[int]]:
+        config = self.broker.config
+        live = sorted(self.cluster.live_brokers())
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                raise KafkaError(
+                    ErrorCode.INVALID_REQUEST,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time.",
+                )
+            return self.check_assignment(assignments, live)
+        if num_partitions == -1:
+            num_partitions = config.get("num.partitions")
+        if num_partitions <= 0:
+            raise KafkaError(
+                ErrorCode.INVALID_PARTITIONS,
+                "Number of partitions was set to an invalid non-positive value.",
+            )
+        if replication_factor == -1:
+            replication_factor = config.get("default.replication.factor")
+        if replication_factor <= 0:
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        if replication_factor > len(live):
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication_factor} time(s): The target "
+                f"replication factor of {replication_factor} cannot be reached because only "
+                f"{len(live)} broker(s) are registered.",
+            )
+        return assign_replicas(live, num_partitions, replication_factor)
+
+    @staticmethod
+    def check_assignment(
+        assignments: dict[int, list[int]], live: list[int]
+    ) -> dict[int, list[int]]:
+        if sorted(assignments) != list(range(len(assignments))):
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "Partitions should be a consecutive 0-based integer sequence, but got "
+                f"{sorted(assignments)}.",
+            )
+        sizes = {len(r) for r in assignments.values()}
+        for replicas in assignments.values():
+            if not replicas:
+                raise KafkaError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    "The manual partition assignment includes an empty replica list.",
+                )
+            if len(set(replicas)) != len(replicas):
+                raise KafkaError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes the broker {replicas} more than "
+                    "once.",
+                )
+            unknown = [b for b in replicas if b not in live]
+            if unknown:
+                raise KafkaError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes broker {unknown[0]}, but no "
+                    "such broker is registered.",
+                )
+        if len(sizes) > 1:
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "All partitions in the manual partition assignment must have the same number "
+                "of replicas.",
+            )
+        return assignments
+
+    async def create(
+        self,
+        name: str,
+        *,
+        num_partitions: int,
+        replication_factor: int,
+        assignments: dict[int, list[int]] | None = None,
+        configs: dict[str, str | None] | None = None,
+        validate_only: bool = False,
+    ) -> Topic:
+        self.check_new_name(name)
+        plan = self.plan_assignment(num_partitions, replication_factor, assignments or {})
+        configs = configs or {}
+        validate_topic_configs(configs, self.broker.config)
+        if validate_only:
+            fake = TopicMetadata(
+                name=name,
+                topic_id=_ZERO_UUID,
+                partitions={p: PartitionMetadata(p, tuple(r)) for p, r in plan.items()},
+                configs=dict(configs),
+            )
+            return Topic(fake)
+        await self.cluster.create_topic(name, plan, configs)
+        self.broker.apply_topic(name)
+        return self.get(name)
+
+    async def auto_create(self, name: str) -> Topic:
+        """Create a topic a client asked for by name, with the broker's defaults."""
+        try:
+            return await self.create(name, num_partitions=-1, replication_factor=-1)
+        except KafkaError as exc:
+            if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                return self.get(name)
+            raise
+
+    async def delete(self, name: str) -> bytes:
+        topic = self.get(name)
+        if topic is None:
+            raise KafkaError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.",
+            )
+        if not self.broker.config.get("delete.topic.enable"):
+            raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+        try:
+            await self.cluster.delete_topic(name)
+        except UnknownTopicError:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+        self.broker.apply_topic(name)
+        return topic.topic_id
+
+    def describe_configs(self, topic: Topic) -> list[ConfigEntry]:
+        """Every topic config's value and its source, as CreateTopics v5+ returns them."""
+        broker_cfg = self.broker.config
+        values = effective_topic_config(broker_cfg, topic.configs)
+        entries = []
+        for name in sorted(TOPIC_CONFIGS):
+            key = TOPIC_CONFIGS[name]
+            entries.append(
+                ConfigEntry(
+                    name=name,
+                    value=None if key.sensitive else key.to_text(values[name]),
+                    source=int(topic_config_source(broker_cfg, topic.configs, name)),
+                    read_only=False,
+                    sensitive=key.sensitive,
+                )
+            )
+        return entries

@@ -1,0 +1,405 @@
+"""Contract tests for ``MetadataStore``, run against every backend.
+
+A backend is a ``Backend``: something that opens sessions on one shared store,
+can expire a session, and can restart the store. To add the ZooKeeper backend,
+write its ``Backend`` (sessions are kazoo clients on a per-test chroot, restart
+reconnects, expiry uses kazoo's test helpers) and append it to ``BACKENDS``; the
+ClusterMetadata tests pick it up too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+
+from kpybroker.metadata.builtin import BuiltinEnsemble, BuiltinMetadataStore
+from kpybroker.metadata.store import (
+    BadVersionError,
+    EventType,
+    MetadataStore,
+    NoChildrenForEphemeralsError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    SessionExpiredError,
+    SessionState,
+    WatchedEvent,
+)
+
+TIMEOUT = 60.0
+
+
+class Backend(Protocol):
+    async def connect(self) -> MetadataStore:
+        """A started session on the shared store."""
+
+    async def expire(self, store: MetadataStore) -> None:
+        """Make the store's session expire (it then reconnects with a new session)."""
+
+    async def restart(self) -> None:
+        """End every session and restart the store; the next connect() sees what persisted."""
+
+    async def stop(self) -> None:
+        """End every session and stop the store."""
+
+
+class BuiltinBackend:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.ensemble: BuiltinEnsemble | None = None
+
+    async def connect(self) -> MetadataStore:
+        if self.ensemble is None:
+            self.ensemble = BuiltinEnsemble(self.data_dir)
+            await self.ensemble.start()
+        store = BuiltinMetadataStore(ensemble=self.ensemble)
+        await store.start()
+        return store
+
+    async def expire(self, store: MetadataStore) -> None:
+        assert isinstance(store, BuiltinMetadataStore)
+        await store.expire_session()
+
+    async def restart(self) -> None:
+        await self.stop()
+
+    async def stop(self) -> None:
+        if self.ensemble is not None:
+            await self.ensemble.stop()
+            self.ensemble = None
+
+
+BACKENDS: list[Callable[[Path], Backend]] = [BuiltinBackend]
+
+
+@pytest.fixture(params=BACKENDS, ids=lambda factory: factory.__name__)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return request.param(tmp_path)
+
+
+def scenario(test: Callable[[Backend], Awaitable[None]]) -> Callable[[Backend], None]:
+    """Run an async test against the ``backend`` fixture in a fresh event loop, then stop it."""
+
+    @functools.wraps(test)
+    def run(backend: Backend) -> None:
+        async def main() -> None:
+            try:
+                await test(backend)
+            finally:
+                await backend.stop()
+
+        asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+    return run
+
+
+class Recorder:
+    """A watch callback (or session listener) that records what it receives."""
+
+    def __init__(self) -> None:
+        self.events: list[object] = []
+
+    def __call__(self, event: object) -> None:
+        self.events.append(event)
+
+
+async def eventually(condition: Callable[[], object], timeout: float = 5.0) -> None:
+    """Wait until ``condition()`` is true: watches are delivered asynchronously."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.005)
+
+
+_barriers = itertools.count()
+
+
+async def drain_events(store: MetadataStore) -> None:
+    """Return once every watch event already due to ``store`` has been delivered.
+
+    A session receives events in order, so when the event of a change made
+    now arrives, all earlier ones have arrived too.
+    """
+    path = f"/barrier-{next(_barriers)}"
+    seen = Recorder()
+    await store.exists(path, seen)
+    await store.create(path)
+    await eventually(lambda: seen.events)
+    await store.delete(path)
+
+
+# -- nodes, data, versions -------------------------------------------------------
+
+
+@scenario
+async def test_create_get_set_delete(backend: Backend) -> None:
+    store = await backend.connect()
+    assert await store.create("/a", b"one") == "/a"
+    data, stat = await store.get("/a")
+    assert data == b"one"
+    assert (stat.version, stat.data_length, stat.num_children, stat.ephemeral_owner) == (0, 3, 0, 0)
+    stat = await store.set("/a", b"two", version=0)
+    assert stat.version == 1
+    assert (await store.get("/a"))[0] == b"two"
+    with pytest.raises(BadVersionError):
+        await store.set("/a", b"three", version=0)
+    stat = await store.set("/a", b"three")  # -1 matches any version
+    assert stat.version == 2
+    with pytest.raises(BadVersionError):
+        await store.delete("/a", version=1)
+    await store.delete("/a", version=2)
+    with pytest.raises(NoNodeError):
+        await store.get("/a")
+    assert await store.exists("/a") is None
+    with pytest.raises(NoNodeError):
+        await store.set("/a", b"")
+    with pytest.raises(NoNodeError):
+        await store.delete("/a")
+
+
+@scenario
+async def test_create_errors_and_parents(backend: Backend) -> None:
+    store = await backend.connect()
+    await store.create("/a")
+    with pytest.raises(NodeExistsError):
+        await store.create("/a")
+    with pytest.raises(NoNodeError):
+        await store.create("/missing/child")
+    assert await store.create("/x/y/z", b"leaf", make_parents=True) == "/x/y/z"
+    data, stat = await store.get("/x/y")
+    assert (data, stat.ephemeral_owner, stat.num_children) == (b"", 0, 1)
+    assert await store.get_children("/x") == ["y"]
+    for bad in ("relative", "/trailing/", "//double", "/a/./b", "/a/../b", ""):
+        with pytest.raises(ValueError):
+            await store.create(bad)
+
+
+@scenario
+async def test_delete_non_empty_and_recursive(backend: Backend) -> None:
+    store = await backend.connect()
+    await store.create("/t/a/b", make_parents=True)
+    await store.create("/t/c")
+    with pytest.raises(NotEmptyError):
+        await store.delete("/t")
+    await store.delete("/t", recursive=True)
+    assert await store.exists("/t") is None
+    assert await store.exists("/t/a/b") is None
+
+
+@scenario
+async def test_stat_zxids_and_cversion(backend: Backend) -> None:
+    store = await backend.connect()
+    await store.create("/p")
+    _, created = await store.get("/p")
+    await store.create("/p/c1")
+    await store.create("/p/c2")
+    await store.delete("/p/c1")
+    changed = await store.set("/p", b"data")
+    assert changed.czxid == created.czxid
+    assert changed.mzxid > created.mzxid
+    assert changed.mtime >= changed.ctime > 0
+    assert changed.cversion == 3  # two creates and a delete
+    assert changed.num_children == 1
+    assert sorted(await store.get_children("/p")) == ["c2"]
+
+
+@scenario
+async def test_sequential_nodes(backend: Backend) -> None:
+    store = await backend.connect()
+    await store.create("/q")
+    first = await store.create("/q/item-", b"1", sequential=True)
+    second = await store.create("/q/item-", b"2", sequential=True)
+    assert (first, second) == ("/q/item-0000000000", "/q/item-0000000001")
+    await store.delete(second)
+    third = await store.create("/q/", sequential=True, ephemeral=True)
+    assert third == "/q/0000000003"  # the parent's cversion counts the delete too
+    assert (await store.get(third))[1].ephemeral_owner == store.session_id
+
+
+# -- sessions and ephemeral nodes ------------------------------------------------
+
+
+@scenario
+async def test_ephemeral_node_vanishes_when_session_closes(backend: Backend) -> None:
+    owner = await backend.connect()
+    observer = await backend.connect()
+    assert owner.session_id != observer.session_id
+    await owner.create("/brokers/0", b"me", ephemeral=True, make_parents=True)
+    stat = await observer.exists("/brokers/0")
+    assert stat is not None
+    assert stat.ephemeral_owner == owner.session_id
+    deleted = Recorder()
+    await observer.get("/brokers/0", deleted)
+    await owner.close()
+    await eventually(lambda: deleted.events)
+    assert deleted.events == [WatchedEvent(EventType.DELETED, "/brokers/0")]
+    assert await observer.exists("/brokers/0") is None
+    assert await observer.exists("/brokers") is not None  # make_parents made it persistent
+    with pytest.raises(SessionExpiredError):
+        await owner.get("/brokers")
+
+
+@scenario
+async def test_ephemeral_node_vanishes_when_session_expires(backend: Backend) -> None:
+    store = await backend.connect()
+    states = Recorder()
+    store.add_session_listener(states)
+    old_session = store.session_id
+    await store.create("/e", ephemeral=True)
+    changed = Recorder()
+    await store.get("/e", changed)
+    await backend.expire(store)
+    await eventually(lambda: SessionState.CONNECTED in states.events[1:])
+    assert states.events[-2:] == [SessionState.LOST, SessionState.CONNECTED]
+    assert store.session_id != old_session
+    assert await store.exists("/e") is None
+    await store.create("/e", ephemeral=True)  # usable again, under the new session
+    await store.set("/e", b"x")
+    await drain_events(store)
+    assert changed.events == []  # watches do not survive the session
+
+
+@scenario
+async def test_ephemeral_nodes_cannot_have_children(backend: Backend) -> None:
+    store = await backend.connect()
+    await store.create("/e", ephemeral=True)
+    with pytest.raises(NoChildrenForEphemeralsError):
+        await store.create("/e/child")
+    with pytest.raises(NoChildrenForEphemeralsError):
+        await store.create("/e/deeper/child", make_parents=True)
+
+
+# -- watches ---------------------------------------------------------------------
+
+
+@scenario
+async def test_data_watch_fires_once_on_change(backend: Backend) -> None:
+    writer = await backend.connect()
+    reader = await backend.connect()
+    await writer.create("/n", b"0")
+    watch = Recorder()
+    await reader.get("/n", watch)
+    await reader.get("/n", watch)  # the same callable twice is one watch
+    await writer.set("/n", b"1")
+    await writer.set("/n", b"2")
+    await drain_events(reader)
+    assert watch.events == [WatchedEvent(EventType.CHANGED, "/n")]
+
+
+@scenario
+async def test_data_watch_fires_on_delete(backend: Backend) -> None:
+    store = await backend.connect()
+    await store.create("/n")
+    watch = Recorder()
+    assert await store.exists("/n", watch) is not None
+    await store.delete("/n")
+    await drain_events(store)
+    assert watch.events == [WatchedEvent(EventType.DELETED, "/n")]
+
+
+@scenario
+async def test_exists_watch_fires_on_create(backend: Backend) -> None:
+    store = await backend.connect()
+    watch = Recorder()
+    assert await store.exists("/later", watch) is None
+    await store.create("/later")
+    await store.delete("/later")
+    await drain_events(store)
+    assert watch.events == [WatchedEvent(EventType.CREATED, "/later")]
+
+
+@scenario
+async def test_child_watch_fires_once_on_child_create_and_delete(backend: Backend) -> None:
+    store = await backend.connect()
+    await store.create("/p")
+    on_create = Recorder()
+    assert await store.get_children("/p", on_create) == []
+    await store.create("/p/a")
+    await store.create("/p/b")
+    await drain_events(store)
+    assert on_create.events == [WatchedEvent(EventType.CHILD, "/p")]
+    on_delete = Recorder()
+    await store.get_children("/p", on_delete)
+    await store.set("/p/a", b"data changes are not child changes")
+    await store.set("/p", b"nor are the node's own")
+    await store.delete("/p/a")
+    await drain_events(store)
+    assert on_delete.events == [WatchedEvent(EventType.CHILD, "/p")]
+
+
+@scenario
+async def test_child_watch_fires_when_node_is_deleted(backend: Backend) -> None:
+    store = await backend.connect()
+    await store.create("/p")
+    watch = Recorder()
+    await store.get_children("/p", watch)
+    await store.delete("/p")
+    await drain_events(store)
+    assert watch.events == [WatchedEvent(EventType.DELETED, "/p")]
+
+
+@scenario
+async def test_failed_reads_leave_no_watch(backend: Backend) -> None:
+    store = await backend.connect()
+    watch = Recorder()
+    with pytest.raises(NoNodeError):
+        await store.get("/n", watch)
+    with pytest.raises(NoNodeError):
+        await store.get_children("/n", watch)
+    await store.create("/n")
+    await store.create("/n/c")
+    await drain_events(store)
+    assert watch.events == []
+
+
+@scenario
+async def test_watches_see_changes_from_other_sessions(backend: Backend) -> None:
+    first = await backend.connect()
+    second = await backend.connect()
+    await first.create("/shared")
+    children = Recorder()
+    await first.get_children("/shared", children)
+    await second.create("/shared/from-second", ephemeral=True)
+    await eventually(lambda: children.events)
+    assert children.events == [WatchedEvent(EventType.CHILD, "/shared")]
+
+
+# -- persistence -----------------------------------------------------------------
+
+
+@scenario
+async def test_persistent_nodes_survive_restart_and_ephemerals_do_not(backend: Backend) -> None:
+    store = await backend.connect()
+    await store.create("/keep/a", b"alpha", make_parents=True)
+    await store.set("/keep/a", b"beta")
+    await store.create("/keep/gone")
+    await store.delete("/keep/gone")
+    await store.create("/keep/eph", ephemeral=True)
+    before = await store.get("/keep/a")
+    await backend.restart()
+
+    store = await backend.connect()
+    assert await store.get("/keep/a") == before
+    assert await store.get_children("/keep") == ["a"]
+    # The parent's cversion persisted: 3 child creates and 2 deletes (one at session end).
+    assert await store.create("/keep/s-", sequential=True) == "/keep/s-0000000005"
+    await store.create("/after")
+    assert (await store.get("/after"))[1].czxid > before[1].mzxid  # zxids never go back
+
+
+@scenario
+async def test_closed_store_refuses_calls(backend: Backend) -> None:
+    store = await backend.connect()
+    await store.close()
+    with pytest.raises(SessionExpiredError):
+        await store.create("/n")
+    with pytest.raises(SessionExpiredError):
+        await store.exists("/n")
