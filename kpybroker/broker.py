@@ -19,6 +19,7 @@ from kpybroker.cluster.replica_manager import ReplicaManager
 from kpybroker.config import BrokerConfig, effective_topic_config
 from kpybroker.log.config import LogConfig
 from kpybroker.log.log_manager import LogManager
+from kpybroker.log.names import METADATA_STORE_DIR
 from kpybroker.metadata.builtin import BuiltinMetadataStore
 from kpybroker.metadata.cluster import ChangeKind, ClusterMetadata, Endpoint, MetadataChange
 from kpybroker.metadata.store import MetadataStore
@@ -28,7 +29,6 @@ from kpybroker.topics import TopicManager
 
 log = logging.getLogger(__name__)
 
-METADATA_DIR_NAME = "kpybroker-metadata"
 HOUSEKEEPING_INTERVAL_S = 1.0
 
 
@@ -45,7 +45,7 @@ class BrokerAddress:
 def open_metadata_store(config: BrokerConfig) -> MetadataStore:
     """The built-in store in the data directory (``metadata.log.dir``, else the first log dir)."""
     base = config.get("metadata.log.dir") or config.log_dirs()[0]
-    return BuiltinMetadataStore(Path(base) / METADATA_DIR_NAME)
+    return BuiltinMetadataStore(Path(base) / METADATA_STORE_DIR)
 
 
 class Broker:

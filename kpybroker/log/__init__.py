@@ -1,0 +1,24 @@
+"""Partition logs in Apache Kafka's on-disk layout.
+
+The broker uses :class:`LogManager` (all partitions, checkpoints, clean
+shutdown) and :class:`PartitionLog` (append, read, offset lookups); the other
+modules mirror Kafka's storage classes one to one: ``segment`` (LogSegment),
+``index``/``time_index`` (OffsetIndex/TimeIndex), ``producer_state``
+(ProducerStateManager), ``leader_epoch`` (LeaderEpochFileCache), ``recovery``
+(LogLoader), ``checkpoint`` (CheckpointFile), ``config`` (LogConfig).
+"""
+
+from kpybroker.log.config import LogConfig
+from kpybroker.log.log_manager import LogManager
+from kpybroker.log.partition_log import AppendResult, FileSlice, PartitionLog, ReadResult
+from kpybroker.log.segment import TimestampOffset
+
+__all__ = [
+    "AppendResult",
+    "FileSlice",
+    "LogConfig",
+    "LogManager",
+    "PartitionLog",
+    "ReadResult",
+    "TimestampOffset",
+]

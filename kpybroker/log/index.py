@@ -1,0 +1,260 @@
+"""The sparse offset index (``<base>.index``) and the append-only file machinery it shares
+with the time index.
+
+Each ``.index`` entry is 8 bytes: int32 offset relative to the segment's base
+offset, int32 byte position of a batch in the ``.log`` file. Entries are
+sparse (one per ``index.interval.bytes`` of log, see ``Segment``), so a lookup
+finds the greatest entry at or below the target and the segment scans batch
+headers forward from there.
+
+Preallocation. Kafka preallocates index files to ``segment.index.bytes``,
+memory-maps them and trims them when a segment rolls or the broker stops. This
+module grows the files by appending each entry with ``os.write`` instead, and
+keeps a copy of the entries in two ``array('q')`` columns for ``bisect``:
+
+* the file length always equals the number of valid entries, so a crash leaves
+  at most a torn last entry (detected by ``length % entry size``) rather than a
+  tail of zero entries that only a clean shutdown would have trimmed;
+* Kafka reads such files unchanged: it derives the entry count of an existing
+  index from its length, and resizes the active segment's index itself;
+* "index full" still follows ``segment.index.bytes`` (``max_entries``), so
+  segments roll at the same points as Kafka's;
+* an entry is written every ~4 KiB of log, so one extra small write per index
+  interval costs nothing measurable, and no mmap resizing is needed.
+
+Indexes are loaded on first use: a broker with many old segments does not read
+every index at startup. A loaded index that fails its ordering checks is
+reported through ``on_corrupt`` so the segment can rebuild it from the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+log = logging.getLogger(__name__)
+
+INT32_MAX = (1 << 31) - 1
+
+
+class CorruptIndexError(ValueError):
+    """An index file whose entries are out of order or do not fit its segment."""
+
+
+class SparseIndex:
+    """An append-only file of fixed-size ``(key, value)`` entries, mirrored in memory.
+
+    Subclasses define the on-disk entry layout (``ENTRY``, ``_encode``, ``_decode``)
+    and which ordering makes the entries valid (``_check``).
+    """
+
+    ENTRY: ClassVar[struct.Struct]
+
+    def __init__(
+        self,
+        path: Path,
+        base_offset: int,
+        max_entries: int,
+        on_corrupt: Callable[[], None],
+    ) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max_entries
+        self._on_corrupt = on_corrupt
+        self._fd = -1
+        self._keys: array[int] | None = None
+        self._values: array[int] | None = None
+        path.touch(exist_ok=True)
+
+    # -- loading ----------------------------------------------------------
+
+    def _columns(self) -> tuple[array[int], array[int]]:
+        if self._keys is None or self._values is None:
+            self._keys, self._values = self._read_file()
+        return self._keys, self._values
+
+    def _read_file(self) -> tuple[array[int], array[int]]:
+        data = self.path.read_bytes()
+        usable = len(data) - len(data) % self.ENTRY.size
+        keys: array[int] = array("q")
+        values: array[int] = array("q")
+        for raw in self.ENTRY.iter_unpack(memoryview(data)[:usable]):
+            key, value = self._decode(*raw)
+            keys.append(key)
+            values.append(value)
+        try:
+            if usable != len(data):
+                raise CorruptIndexError(f"{self.path} has a torn last entry")
+            self._check(keys, values)
+        except CorruptIndexError as exc:
+            log.warning("rebuilding index: %s", exc)
+            self._keys, self._values = array("q"), array("q")
+            self._truncate_file(0)
+            self._on_corrupt()
+            return self._keys, self._values
+        return keys, values
+
+    def last_entry_on_disk(self) -> tuple[int, int] | None:
+        """The last entry as stored, without loading the index (None when empty).
+
+        Raises ``CorruptIndexError`` when the file length is not a whole number
+        of entries: the cheap open-time check that decides whether to rebuild.
+        """
+        size = self.path.stat().st_size
+        if size % self.ENTRY.size:
+            raise CorruptIndexError(f"{self.path} has a torn last entry")
+        if size == 0:
+            return None
+        with self.path.open("rb") as f:
+            f.seek(size - self.ENTRY.size)
+            return self._decode(*self.ENTRY.unpack(f.read(self.ENTRY.size)))
+
+    def last(self) -> tuple[int, int] | None:
+        """The last entry, read from the file when the index is not loaded (None when empty).
+
+        Lets the max-timestamp query and log loading look at many segments
+        without loading each segment's whole index.
+        """
+        if self._keys is None:
+            try:
+                return self.last_entry_on_disk()
+            except CorruptIndexError:
+                pass  # loading below reports it and rebuilds
+        keys, values = self._columns()
+        return (keys[-1], values[-1]) if keys else None
+
+    # -- subclass hooks ---------------------------------------------------
+
+    def _encode(self, key: int, value: int) -> bytes:
+        raise NotImplementedError
+
+    def _decode(self, first: int, second: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _check(self, keys: array[int], values: array[int]) -> None:
+        raise NotImplementedError
+
+    # -- state ------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        return len(self._columns()[0])
+
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
+
+    def _append(self, key: int, value: int) -> None:
+        keys, values = self._columns()
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(self._fd, self._encode(key, value))
+        keys.append(key)
+        values.append(value)
+
+    def truncate_to_entries(self, count: int) -> None:
+        keys, values = self._columns()
+        if count < len(keys):
+            del keys[count:]
+            del values[count:]
+            self._truncate_file(count)
+
+    def _truncate_file(self, count: int) -> None:
+        os.truncate(self.path, count * self.ENTRY.size)
+
+    def reset(self) -> None:
+        """Drop every entry (the first step of rebuilding from the log)."""
+        self._keys, self._values = array("q"), array("q")
+        self._truncate_file(0)
+
+    def flush(self) -> None:
+        """fsync the file, through a short-lived descriptor when the write handle is closed."""
+        if self._fd >= 0:
+            os.fsync(self._fd)
+            return
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Release the write handle; the entries stay readable (they are in memory)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def unload(self) -> None:
+        """Forget the in-memory copy of an inactive segment's index (reloaded on use)."""
+        self.close()
+        self._keys = self._values = None
+
+    def delete(self) -> None:
+        self.unload()
+        self.path.unlink(missing_ok=True)
+
+    def relative(self, offset: int) -> int:
+        return offset - self.base_offset
+
+    def can_append_offset(self, offset: int) -> bool:
+        """Whether ``offset`` fits the int32 relative offset of this segment's index entries."""
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+
+class OffsetIndex(SparseIndex):
+    """``<base>.index``: offset -> byte position of a batch boundary in the segment."""
+
+    ENTRY = struct.Struct(">ii")
+
+    def _encode(self, key: int, value: int) -> bytes:
+        return self.ENTRY.pack(key - self.base_offset, value)
+
+    def _decode(self, first: int, second: int) -> tuple[int, int]:
+        return self.base_offset + first, second
+
+    def _check(self, keys: array[int], values: array[int]) -> None:
+        for i in range(1, len(keys)):
+            if keys[i] <= keys[i - 1] or values[i] <= values[i - 1]:
+                raise CorruptIndexError(f"{self.path}: entry {i} is not above entry {i - 1}")
+        if keys and keys[0] < self.base_offset:
+            raise CorruptIndexError(f"{self.path}: first offset below the base offset")
+
+    def append(self, offset: int, position: int) -> None:
+        """Add an entry for the batch ending at ``offset`` that starts at ``position``."""
+        keys, _ = self._columns()
+        if keys and offset <= keys[-1]:
+            raise ValueError(f"offset {offset} is not above the last index entry {keys[-1]}")
+        if self.is_full():
+            raise ValueError(f"offset index {self.path} is full")
+        self._append(offset, position)
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """The greatest entry at or below ``offset``, or ``(base_offset, 0)``."""
+        keys, values = self._columns()
+        i = bisect_right(keys, offset) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return keys[i], values[i]
+
+    def lookup_position(self, position: int) -> tuple[int, int]:
+        """The greatest entry whose batch starts at or before ``position``, or ``(base, 0)``."""
+        keys, values = self._columns()
+        i = bisect_right(values, position) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return keys[i], values[i]
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry at or above ``offset``."""
+        keys, _ = self._columns()
+        self.truncate_to_entries(bisect_left(keys, offset))
+
+    @property
+    def last_offset(self) -> int:
+        last = self.last()
+        return last[0] if last else self.base_offset

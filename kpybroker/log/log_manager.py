@@ -1,0 +1,323 @@
+"""All partition logs of this broker across its log directories (Kafka's ``LogManager``).
+
+Each log directory holds ``meta.properties`` (whose cluster and broker id must
+match ours), a ``.lock`` held while the broker runs, the three offset
+checkpoints (recovery point, log start offset, high watermark) and, after a
+clean shutdown, ``.kafka_cleanshutdown``, which lets the next start skip
+recovery. Partition directories are ``<topic>-<partition>``; new partitions go
+to the directory that has the fewest.
+
+The broker's loop calls ``periodic()`` (about once a second is plenty); it
+does what Kafka's scheduler threads do, each at its own Kafka-default interval.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from kpybroker.log.checkpoint import (
+    CorruptCheckpointError,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
+from kpybroker.log.config import LogConfig
+from kpybroker.log.metadata_files import (
+    ensure_meta_properties,
+    take_clean_shutdown,
+    write_clean_shutdown,
+)
+from kpybroker.log.names import (
+    LOCK_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    METADATA_STORE_DIR,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    parse_partition_dir,
+    partition_dir_name,
+    special_dir_kind,
+)
+from kpybroker.log.partition_log import PartitionLog, wall_clock_ms
+from kpybroker.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+KRAFT_METADATA_TOPIC = "__cluster_metadata"
+
+# Kafka's defaults for the background tasks periodic() runs.
+RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000  # log.flush.offset.checkpoint.interval.ms
+LOG_START_CHECKPOINT_INTERVAL_MS = 60_000  # log.flush.start.offset.checkpoint.interval.ms
+HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
+RETENTION_CHECK_INTERVAL_MS = 300_000  # log.retention.check.interval.ms
+PRODUCER_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
+
+
+class LogDirLockedError(RuntimeError):
+    """Another process (another broker) is using this log directory."""
+
+
+class LogManager:
+    """Owns every ``PartitionLog`` of this broker, their checkpoints, and clean shutdown."""
+
+    def __init__(
+        self,
+        log_dirs: Sequence[Path],
+        *,
+        broker_id: int,
+        cluster_id: str,
+        config_for: Callable[[str], LogConfig] | None = None,
+        time_ms: Callable[[], int] = wall_clock_ms,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        broker_epoch: int = -1,
+    ) -> None:
+        """Lock and check each directory, then load (recovering where needed) every partition.
+
+        ``config_for(topic)`` gives a topic's effective config (broker defaults
+        plus topic overrides) for the logs found on disk; default: Kafka's defaults.
+        """
+        if not log_dirs:
+            raise ValueError("at least one log directory is needed")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self._config_for = config_for or (lambda _topic: LogConfig())
+        self._time_ms = time_ms
+        self._producer_id_expiration_ms = producer_id_expiration_ms
+        self._broker_epoch = broker_epoch
+        self.logs: dict[TopicPartition, PartitionLog] = {}
+        self._dir_of: dict[TopicPartition, Path] = {}
+        self._deleted: list[PartitionLog] = []
+        self._locks: list[int] = []
+        now = time_ms()
+        self._next_run = {
+            task: now + interval
+            for task, interval in (
+                ("recovery_points", RECOVERY_POINT_CHECKPOINT_INTERVAL_MS),
+                ("log_starts", LOG_START_CHECKPOINT_INTERVAL_MS),
+                ("high_watermarks", HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS),
+                ("retention", RETENTION_CHECK_INTERVAL_MS),
+                ("producer_expiration", PRODUCER_EXPIRATION_CHECK_INTERVAL_MS),
+            )
+        }
+        try:
+            for log_dir in self.log_dirs:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                self._lock(log_dir)
+                ensure_meta_properties(log_dir, broker_id, cluster_id)
+            for log_dir in self.log_dirs:
+                self._load_dir(log_dir)
+        except BaseException:
+            self._unlock()
+            raise
+
+    # -- startup ----------------------------------------------------------------------
+
+    def _lock(self, log_dir: Path) -> None:
+        fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LogDirLockedError(f"{log_dir} is in use by another broker") from None
+        self._locks.append(fd)
+
+    def _unlock(self) -> None:
+        for fd in self._locks:
+            os.close(fd)
+        self._locks = []
+
+    def _load_dir(self, log_dir: Path) -> None:
+        started = time.monotonic()
+        clean = take_clean_shutdown(log_dir)
+        recovery_points = _read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+        log_starts = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = _read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT)
+        for child in sorted(log_dir.iterdir()):
+            if not child.is_dir():
+                continue
+            kind = special_dir_kind(child.name)
+            if kind == "delete":
+                log.info("removing %s, deleted before the last shutdown", child)
+                shutil.rmtree(child)
+                continue
+            if child.name == METADATA_STORE_DIR:
+                continue
+            tp = parse_partition_dir(child.name)
+            if kind is not None or tp is None or tp[0] == KRAFT_METADATA_TOPIC:
+                log.info("ignoring %s: not a partition log", child)
+                continue
+            if tp in self.logs:
+                raise RuntimeError(
+                    f"partition {tp[0]}-{tp[1]} is in both {self._dir_of[tp]} and {log_dir}"
+                )
+            self.logs[tp] = PartitionLog(
+                child,
+                self._config_for(tp[0]),
+                log_start_offset=log_starts.get(tp, 0),
+                recovery_point=recovery_points.get(tp, 0),
+                high_watermark=high_watermarks.get(tp, 0),
+                clean_shutdown=clean,
+                time_ms=self._time_ms,
+                producer_id_expiration_ms=self._producer_id_expiration_ms,
+            )
+            self._dir_of[tp] = log_dir
+        log.info(
+            "loaded %d partition(s) from %s in %.0f ms (%s shutdown)",
+            sum(1 for d in self._dir_of.values() if d == log_dir),
+            log_dir,
+            (time.monotonic() - started) * 1000,
+            "clean" if clean else "unclean",
+        )
+
+    # -- partitions -------------------------------------------------------------------
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self.logs.get((topic, partition))
+
+    def __iter__(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
+        return iter(list(self.logs.items()))
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        return self._dir_of.get((topic, partition))
+
+    def get_or_create(
+        self, topic: str, partition: int, topic_id: bytes | None, config: LogConfig | None = None
+    ) -> PartitionLog:
+        """The partition's log, created in the least-used log directory if absent.
+
+        An existing log keeps its config (change it with ``update_config``); a
+        topic id different from the recorded one is INCONSISTENT_TOPIC_ID.
+        """
+        tp = (topic, partition)
+        existing = self.logs.get(tp)
+        if existing is not None:
+            existing.assign_topic_id(topic_id)
+            return existing
+        log_dir = min(self.log_dirs, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
+        created = PartitionLog(
+            log_dir / partition_dir_name(topic, partition),
+            config or self._config_for(topic),
+            topic_id,
+            time_ms=self._time_ms,
+            producer_id_expiration_ms=self._producer_id_expiration_ms,
+        )
+        self.logs[tp] = created
+        self._dir_of[tp] = log_dir
+        log.info("created log for %s-%d in %s", topic, partition, log_dir)
+        return created
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        """Apply a topic's new config to its logs (new segments pick up index settings)."""
+        for (name, _), partition_log in self.logs.items():
+            if name == topic:
+                partition_log.config = config
+
+    def delete_partition(self, topic: str, partition: int) -> bool:
+        """Delete a partition's log and directory; False if this broker has none."""
+        tp = (topic, partition)
+        partition_log = self.logs.pop(tp, None)
+        if partition_log is None:
+            return False
+        del self._dir_of[tp]
+        partition_log.delete()
+        self._deleted.append(partition_log)
+        log.info("deleted log for %s-%d", topic, partition)
+        return True
+
+    # -- background work --------------------------------------------------------------
+
+    def periodic(self, now_ms: int | None = None) -> None:
+        """Flush policy, rolled-segment fsync, retention, producer expiry, checkpoints: when due."""
+        now = self._time_ms() if now_ms is None else now_ms
+        for _, partition_log in self:
+            partition_log.maintain(now)
+        if self._due("retention", RETENTION_CHECK_INTERVAL_MS, now):
+            for _, partition_log in self:
+                partition_log.delete_old_segments()
+        if self._due("producer_expiration", PRODUCER_EXPIRATION_CHECK_INTERVAL_MS, now):
+            for _, partition_log in self:
+                partition_log.remove_expired_producers(now)
+        if self._due("high_watermarks", HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, now):
+            self.checkpoint_high_watermarks()
+        if self._due("recovery_points", RECOVERY_POINT_CHECKPOINT_INTERVAL_MS, now):
+            self.checkpoint_recovery_points()
+        if self._due("log_starts", LOG_START_CHECKPOINT_INTERVAL_MS, now):
+            self.checkpoint_log_start_offsets()
+        self._deleted = [d for d in self._deleted if d.release_retired(now)]
+
+    def _due(self, task: str, interval_ms: int, now: int) -> bool:
+        if now < self._next_run[task]:
+            return False
+        self._next_run[task] = now + interval_ms
+        return True
+
+    def checkpoint(self) -> None:
+        """Write all three offset checkpoints of every log directory now."""
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+
+    def checkpoint_recovery_points(self) -> None:
+        self._write_checkpoints(RECOVERY_POINT_CHECKPOINT, lambda p: p.recovery_point)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        # As Kafka: only logs whose start moved past their first segment's base offset.
+        self._write_checkpoints(
+            LOG_START_OFFSET_CHECKPOINT,
+    METADATA_STORE_DIR,
+            lambda p: (
+                p.log_start_offset if p.log_start_offset > p.segments[0].base_offset else None
+            ),
+        )
+
+    def checkpoint_high_watermarks(self) -> None:
+        self._write_checkpoints(REPLICATION_OFFSET_CHECKPOINT, lambda p: p.high_watermark)
+
+    def _write_checkpoints(
+        self, file_name: str, value: Callable[[PartitionLog], int | None]
+    ) -> None:
+        for log_dir in self.log_dirs:
+            offsets = {}
+            for tp, partition_log in self.logs.items():
+                if self._dir_of[tp] == log_dir and (offset := value(partition_log)) is not None:
+                    offsets[tp] = offset
+            write_offset_checkpoint(log_dir / file_name, offsets)
+
+    # -- shutdown ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Clean shutdown: flush and close every log, write checkpoints, then the marker.
+
+        A directory with a log that failed to close gets no marker, so its logs
+        are recovered at the next start.
+        """
+        unclean: set[Path] = set()
+        for tp, partition_log in self:
+            try:
+                partition_log.close()
+            except OSError:
+                log.exception("closing the log of %s-%d failed", *tp)
+                unclean.add(self._dir_of[tp])
+        self.checkpoint()
+        for deleted in self._deleted:
+            deleted.release_descriptors()
+        self._deleted = []
+        for log_dir in self.log_dirs:
+            if log_dir not in unclean:
+                write_clean_shutdown(log_dir, self._broker_epoch)
+        self._unlock()
+        log.info("log manager closed (%d partition(s))", len(self.logs))
+
+
+def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """A checkpoint's offsets; a corrupt file counts as absent, which recovers from scratch."""
+    try:
+        return read_offset_checkpoint(path)
+    except CorruptCheckpointError as exc:
+        log.warning("ignoring %s", exc)
+        return {}

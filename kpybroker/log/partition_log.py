@@ -1,0 +1,597 @@
+"""One partition's log: a ``<topic>-<partition>`` directory of segments (Kafka's ``UnifiedLog``
+and ``LocalLog``, without tiered storage or transactions).
+
+Appends stamp the offset and leader epoch into the batch header (neither is under
+the CRC), check idempotent-producer state, and write the bytes with one
+``os.write``; no record is decoded. Reads return file ranges of whole batches
+for ``sendfile``. Nothing here fsyncs on the append path unless ``flush.messages``
+or ``flush.ms`` asks for it: durability otherwise comes from the periodic flush
+of rolled segments (``maintain``) and from replication, as in Kafka.
+
+Everything is synchronous and single-threaded: the broker calls it from its
+event loop, and writes to the page cache are fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from kpybroker.log.checkpoint import fsync_dir
+from kpybroker.log.config import LogConfig
+from kpybroker.log.leader_epoch import LeaderEpochCache
+from kpybroker.log.metadata_files import read_partition_metadata, write_partition_metadata
+from kpybroker.log.names import delete_dir_name
+from kpybroker.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
+from kpybroker.log.recovery import load_log, rebuild_producer_state
+from kpybroker.log.segment import Segment, TimestampOffset
+from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.records import BatchHeader, parse_header, set_log_append_time, stamp_batch
+
+log = logging.getLogger(__name__)
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class FileSlice(NamedTuple):
+    """A byte range of a segment file, sent with ``os.sendfile(sock, fd, position, length)``.
+
+    The descriptor stays open for ``file.delete.delay.ms`` after its segment is
+    deleted, so a slice taken before a retention pass or truncation is still
+    readable while the response is written.
+    """
+
+    fd: int
+    position: int
+    length: int
+
+    def read(self) -> bytes:
+        return os.pread(self.fd, self.length, self.position)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """Whole batches from a fetch offset; ``len()`` is their size in bytes.
+
+    ``parts`` holds at most one slice: like Kafka's ``LocalLog.read``, a read
+    stops at the end of the segment it started in.
+    """
+
+    parts: tuple[FileSlice, ...]
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+    def __len__(self) -> int:
+        return sum(part.length for part in self.parts)
+
+    def read_bytes(self) -> bytes:
+        return b"".join(part.read() for part in self.parts)
+
+
+class AppendResult(NamedTuple):
+    """What Produce answers: offsets of the batch (the original ones for a retried duplicate)."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time: int
+    log_start_offset: int
+    duplicate: bool
+
+
+class PartitionLog:
+    """The segments, indexes, producer state and leader epochs of one partition."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        topic_id: bytes | None = None,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        high_watermark: int = 0,
+        clean_shutdown: bool = False,
+        time_ms: Callable[[], int] = wall_clock_ms,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ) -> None:
+        """Open ``directory`` (created if missing), recovering it unless ``clean_shutdown``.
+
+        The offsets come from the log directory's checkpoint files; with the
+        defaults a directory is fully recovered, which is always safe.
+        """
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.name = directory.name
+        self.config = config
+        self._time_ms = time_ms
+        self.topic_id: bytes | None = read_partition_metadata(directory)
+        self.assign_topic_id(topic_id)
+        self.epoch_cache = LeaderEpochCache(directory)
+        self.producer_state = ProducerStateManager(directory, producer_id_expiration_ms)
+        now = time_ms()
+        loaded = load_log(
+            directory,
+            config,
+            self.epoch_cache,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+            clean_shutdown=clean_shutdown,
+            now_ms=now,
+        )
+        self.segments: list[Segment] = loaded.segments
+        self.log_start_offset = loaded.log_start_offset
+        self.log_end_offset = loaded.log_end_offset
+        self.recovery_point = loaded.recovery_point
+        rebuild_producer_state(
+            self.producer_state, self.segments, self.log_start_offset, self.log_end_offset, now
+        )
+        self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
+        self._last_flush_ms = now
+        self._dir_dirty = False
+        self._to_release: list[tuple[int, list[Segment]]] = []
+        self.deleted = False
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.name}, start={self.log_start_offset}, end={self.log_end_offset})"
+        )
+
+    def assign_topic_id(self, topic_id: bytes | None) -> None:
+        """Record the topic id in ``partition.metadata``; a different recorded id is
+        INCONSISTENT_TOPIC_ID (a topic deleted and re-created while this broker was away)."""
+        if topic_id is None or topic_id == self.topic_id:
+            return
+        if self.topic_id is not None:
+            raise KafkaError(
+                ErrorCode.INCONSISTENT_TOPIC_ID,
+                f"{self.name} is recorded with another topic id in partition.metadata",
+            )
+        write_partition_metadata(self.directory, topic_id)
+        self.topic_id = topic_id
+
+    # -- state ------------------------------------------------------------------
+
+    @property
+    def active_segment(self) -> Segment:
+        return self.segments[-1]
+
+    @property
+    def leader_epoch(self) -> int:
+        """The latest epoch in the leader epoch cache, -1 before any."""
+        return self.epoch_cache.latest_epoch
+
+    @property
+    def size(self) -> int:
+        return sum(segment.size for segment in self.segments)
+
+    # -- appending --------------------------------------------------------------
+
+    def append(self, batch: bytearray | memoryview, leader_epoch: int) -> AppendResult:
+        """Append one produced batch, already validated (CRC, header) by the caller.
+
+        Stamps the base offset and leader epoch into ``batch`` in place, and for
+        ``message.timestamp.type=LogAppendTime`` the broker's clock (which
+        recomputes the CRC). A retried batch of an idempotent producer is not
+        written again: the result carries its original offsets and
+        ``duplicate=True``. Raises ``KafkaError`` for INVALID_RECORD (not exactly
+        one batch), MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP and
+        the producer-state errors;
+        an ``OSError`` from the disk leaves the log as it was.
+        """
+        header = parse_header(batch)
+        config = self.config
+        if header.size != len(batch):
+            # Bytes after the batch would be stored without offsets: refuse rather than corrupt.
+            raise KafkaError(ErrorCode.INVALID_RECORD, "expected exactly one record batch")
+        if header.size > config.max_message_bytes:
+            raise KafkaError(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"The record batch is {header.size} bytes, larger than max.message.bytes "
+                f"{config.max_message_bytes}",
+            )
+        if header.size > config.segment_bytes:
+            raise KafkaError(
+                ErrorCode.RECORD_LIST_TOO_LARGE,
+                f"The record batch is {header.size} bytes, larger than segment.bytes "
+                f"{config.segment_bytes}",
+            )
+        idempotent = header.producer_id >= 0
+        if idempotent:
+            duplicate = self.producer_state.check(header)
+            if duplicate is not None:
+                return AppendResult(
+                    duplicate.first_offset,
+                    duplicate.last_offset,
+                    duplicate.timestamp if config.log_append_time else -1,
+                    self.log_start_offset,
+                    True,
+                )
+        now = self._time_ms()
+        if config.log_append_time:
+            set_log_append_time(batch, 0, now)
+            max_timestamp = log_append_time = now
+        else:
+            self._check_timestamps(header, now)
+            max_timestamp, log_append_time = header.max_timestamp, -1
+        base_offset = self.log_end_offset
+        last_offset = base_offset + header.last_offset_delta
+        stamp_batch(batch, 0, base_offset, leader_epoch)
+        self._segment_for(header.size, max_timestamp, last_offset, now).append(
+            batch, last_offset, max_timestamp
+        )
+        self.log_end_offset = last_offset + 1
+        self.epoch_cache.assign(leader_epoch, base_offset)
+        if idempotent:
+            self.producer_state.update(
+                header._replace(
+                    base_offset=base_offset,
+                    partition_leader_epoch=leader_epoch,
+                    max_timestamp=max_timestamp,
+                )
+            )
+        self._maybe_flush(now)
+        return AppendResult(base_offset, last_offset, log_append_time, self.log_start_offset, False)
+
+    def _check_timestamps(self, header: BatchHeader, now: int) -> None:
+        """message.timestamp.before/after.max.ms on the batch's first and max timestamps.
+
+        Kafka checks every record; without decoding records the batch header
+        gives the first record's timestamp and the largest one, which catches
+        clocks that are off (the usual cause) but not one early record inside a batch.
+        """
+        config = self.config
+        if (
+            header.base_timestamp < now - config.message_timestamp_before_max_ms
+            or header.max_timestamp > now + config.message_timestamp_after_max_ms
+        ):
+            raise KafkaError(
+                ErrorCode.INVALID_TIMESTAMP,
+                f"Timestamp {header.max_timestamp} of the batch is out of range "
+                f"[{now - config.message_timestamp_before_max_ms}, "
+                f"{now + config.message_timestamp_after_max_ms}]",
+            )
+
+    def _segment_for(self, size: int, max_timestamp: int, last_offset: int, now: int) -> Segment:
+        """The active segment, rolled first when the batch would not belong in it."""
+        active = self.active_segment
+        if active.size and active.should_roll(self.config, size, max_timestamp, last_offset, now):
+            return self.roll()
+        return active
+
+    def roll(self) -> Segment:
+        """Start a new segment at the log end offset (no-op while the active one is empty).
+
+        The old segment gets its final time-index entry and a producer snapshot
+        is written at the new base offset; fsyncing the old segment is left to
+        ``maintain``, so a roll costs no disk wait on the append path.
+        """
+        old = self.active_segment
+        if old.size == 0:
+            return old
+        now = self._time_ms()
+        old.on_become_inactive()
+        self.producer_state.take_snapshot(self.log_end_offset, sync=False)
+        segment = Segment(self.directory, self.log_end_offset, self.config, now, create=True)
+        self.segments.append(segment)
+        self._dir_dirty = True
+        old.offset_index.unload()
+        old.time_index.unload()
+        log.info("%s: rolled to a new segment at offset %d", self.name, segment.base_offset)
+        return segment
+
+    # -- reading ----------------------------------------------------------------
+
+    def read(
+        self, fetch_offset: int, max_bytes: int, max_offset: int, min_one_message: bool = True
+    ) -> ReadResult:
+        """Whole batches from the one holding ``fetch_offset``, below ``max_offset``.
+
+        At most ``max_bytes``, except that with ``min_one_message`` the first
+        batch is returned whatever its size (KIP-74), so a consumer never stalls
+        on a large batch. Batches that reach ``max_offset`` or beyond (the high
+        watermark, for consumers) are left out. An offset below the log start
+        or past the log end is OFFSET_OUT_OF_RANGE; one between ``max_offset``
+        and the log end reads nothing.
+        """
+        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {fetch_offset} is outside [{self.log_start_offset}, "
+                f"{self.log_end_offset}] of {self.name}",
+            )
+        parts: tuple[FileSlice, ...] = ()
+        i = self._segment_index(fetch_offset)
+        while fetch_offset < max_offset and i < len(self.segments):
+            segment = self.segments[i]
+            found = segment.find_batch(fetch_offset)
+            if found is None:
+                i += 1  # nothing at or after the offset here (a gap): the next segment starts later
+                continue
+            start, header = found
+            limit = self._position_limit(i, max_offset)
+            if start >= limit:
+                break  # the batch holding fetch_offset reaches max_offset
+            end = segment.read_end(start, limit, max(max_bytes, 0))
+            if end == start and min_one_message and start + header.size <= limit:
+                end = start + header.size
+            if end > start:
+                parts = (FileSlice(segment.fd, start, end - start),)
+            break
+        return ReadResult(parts, self.high_watermark, self.log_start_offset, self.log_end_offset)
+
+    def _segment_index(self, offset: int) -> int:
+        """Index of the segment whose range holds ``offset`` (the last base at or below it)."""
+        bases = [segment.base_offset for segment in self.segments]
+        return max(0, bisect_right(bases, offset) - 1)
+
+    def _position_limit(self, i: int, max_offset: int) -> int:
+        """Where in segment ``i`` the batches reaching ``max_offset`` begin (else its size)."""
+        segment = self.segments[i]
+        next_base = (
+            self.segments[i + 1].base_offset if i + 1 < len(self.segments) else self.log_end_offset
+        )
+        if max_offset >= next_base:
+            return segment.size
+        found = segment.find_batch(max_offset)
+        return found[0] if found is not None else segment.size
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """The first record whose timestamp is at least ``timestamp`` (ListOffsets), or None.
+
+        The first segment whose max timestamp reaches the target holds it; the
+        answer is the record's own timestamp and offset (the one batch that holds
+        it is decoded, as Kafka does). Callers serving consumers drop answers at
+        or above the high watermark.
+        """
+        for segment in self.segments:
+            if segment.max_timestamp_so_far.timestamp >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    def max_timestamp_and_offset(self) -> TimestampOffset | None:
+        """ListOffsets -3: the first record carrying the log's largest timestamp, or None."""
+        segment = max(self.segments, key=lambda s: s.max_timestamp_so_far.timestamp)
+        timestamp = segment.max_timestamp_so_far.timestamp
+        if timestamp < 0:
+            return None
+        return segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+
+    # -- leader epochs and the high watermark ------------------------------------
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: ``(epoch, end offset)``, ``(-1, -1)`` when unknown."""
+        return self.epoch_cache.end_offset_for(epoch, self.log_end_offset)
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """The epoch the batch at ``offset`` was written in (ListOffsets v4+), -1 if unknown."""
+        return self.epoch_cache.epoch_for_offset(offset)
+
+    def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        """On becoming leader for ``epoch``: the epoch starts at the current log end (Kafka's
+        ``Partition.makeLeader``), so OffsetForLeaderEpoch knows it before the first append."""
+        self.epoch_cache.assign(epoch, start_offset)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, kept within [log start, log end]; returns the value set."""
+        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        return self.high_watermark
+
+    # -- removing data ----------------------------------------------------------
+
+    def increment_log_start_offset(self, offset: int) -> None:
+        """DeleteRecords: records below ``offset`` become unreadable (segments go at the next
+        ``delete_old_segments``). Past the high watermark is OFFSET_OUT_OF_RANGE."""
+        if offset > self.high_watermark:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"Cannot increment the log start offset to {offset} of {self.name} since it is "
+                f"larger than the high watermark {self.high_watermark}",
+            )
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.epoch_cache.truncate_from_start(offset)
+
+    def delete_old_segments(self) -> int:
+        """Apply retention (Kafka's ``deleteOldSegments``); returns the number of segments deleted.
+
+        Segments wholly below the log start offset always go; with
+        ``cleanup.policy=delete`` so do those older than ``retention.ms`` and the
+        oldest ones beyond ``retention.bytes``. Only segments wholly below the
+        high watermark are eligible.
+        """
+        now = self._time_ms()
+        deleted = self._delete_segments_while(
+            lambda _s, next_base: next_base <= self.log_start_offset
+        )
+        config = self.config
+        if config.deletes and config.retention_ms >= 0:
+            deleted += self._delete_segments_while(
+                lambda s, _n: now - s.largest_timestamp > config.retention_ms
+            )
+        if config.deletes and config.retention_bytes >= 0:
+            excess = self.size - config.retention_bytes
+
+            def over_size(segment: Segment, _next_base: int) -> bool:
+                nonlocal excess
+                if excess < segment.size:
+                    return False
+                excess -= segment.size
+                return True
+
+            deleted += self._delete_segments_while(over_size)
+        return deleted
+
+    def _delete_segments_while(self, predicate: Callable[[Segment, int], bool]) -> int:
+        doomed = []
+        for i, segment in enumerate(self.segments):
+            is_active = i + 1 == len(self.segments)
+            next_base = self.log_end_offset if is_active else self.segments[i + 1].base_offset
+            if next_base > self.high_watermark or (is_active and segment.size == 0):
+                break
+            if not predicate(segment, next_base):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        if len(doomed) == len(self.segments):
+            self.roll()
+        del self.segments[: len(doomed)]
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.epoch_cache.truncate_from_start(self.log_start_offset)
+        self.producer_state.delete_snapshots(
+            o for o in self.producer_state.snapshot_offsets() if o >= self.log_start_offset
+        )
+        self._retire(doomed)
+        log.info(
+            "%s: deleted %d segment(s), log start offset now %d",
+            self.name,
+            len(doomed),
+            self.log_start_offset,
+        )
+        return len(doomed)
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch at or after ``offset`` (a follower diverging from its leader).
+
+        A batch holding ``offset`` goes whole, so the new log end may be below
+        ``offset``. Returns whether anything was removed.
+        """
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self.segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        now = self._time_ms()
+        keep = self._segment_index(offset) + 1
+        doomed = self.segments[keep:]
+        del self.segments[keep:]
+        self._retire(doomed)
+        self.active_segment.truncate_to(offset, now)
+        self.log_end_offset = self.active_segment.next_offset()
+        self._after_truncation(now)
+        log.info("%s: truncated to offset %d", self.name, self.log_end_offset)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop the whole log and continue at ``offset`` (a follower far behind its leader)."""
+        now = self._time_ms()
+        self._retire(self.segments)
+        self.segments = [Segment(self.directory, offset, self.config, now, create=True)]
+        self.log_start_offset = self.log_end_offset = offset
+        self.epoch_cache.clear()
+        self.producer_state.truncate_fully()
+        self._after_truncation(now)
+
+    def _after_truncation(self, now: int) -> None:
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        rebuild_producer_state(
+            self.producer_state, self.segments, self.log_start_offset, self.log_end_offset, now
+        )
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self._dir_dirty = True
+
+    def _retire(self, segments: Iterable[Segment]) -> None:
+        """Delete segment files now; close their descriptors after ``file.delete.delay.ms``."""
+        retired = list(segments)
+        for segment in retired:
+            segment.delete_files()
+        self._to_release.append((self._time_ms() + self.config.file_delete_delay_ms, retired))
+        self._dir_dirty = True
+
+    def release_retired(self, now_ms: int | None = None) -> bool:
+        """Close descriptors of deleted segments whose delay is over; True while some remain."""
+        now = self._time_ms() if now_ms is None else now_ms
+        due = [segments for deadline, segments in self._to_release if deadline <= now]
+        self._to_release = [(d, s) for d, s in self._to_release if d > now]
+        for segments in due:
+            for segment in segments:
+                segment.release()
+        return bool(self._to_release)
+
+    # -- durability ---------------------------------------------------------------
+
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery point, ``up_to``) and move the
+        recovery point to ``up_to`` (default: the log end)."""
+        target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+        if target <= self.recovery_point:
+            return
+        first = self._segment_index(self.recovery_point)
+        for segment in self.segments[first : self._segment_index(max(target - 1, 0)) + 1]:
+            segment.flush()
+        if self._dir_dirty:
+            fsync_dir(self.directory)
+            self._dir_dirty = False
+        self.recovery_point = target
+        self._last_flush_ms = self._time_ms()
+
+    def _maybe_flush(self, now: int) -> None:
+        """flush.messages / flush.ms (both off by default, as in Kafka)."""
+        config = self.config
+        if (
+            self.log_end_offset - self.recovery_point >= config.flush_interval_messages
+            or now - self._last_flush_ms >= config.flush_interval_ms
+        ):
+            self.flush()
+
+    def maintain(self, now_ms: int | None = None) -> None:
+        """Periodic work: flush policy, fsync of rolled segments, closing retired descriptors."""
+        now = self._time_ms() if now_ms is None else now_ms
+        self._maybe_flush(now)
+        self.flush(self.active_segment.base_offset)
+        self.release_retired(now)
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> None:
+        self.producer_state.remove_expired(self._time_ms() if now_ms is None else now_ms)
+
+    # -- lifetime -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Clean shutdown of this log: everything fsynced, producer snapshot at the log end."""
+        active = self.active_segment
+        active.on_become_inactive()
+        active.flush()
+        self.flush()
+        self.producer_state.take_snapshot(self.log_end_offset, sync=True)
+        self.release_descriptors()
+
+    def delete(self) -> None:
+        """Remove the partition: rename the directory to ``…-delete``, then delete it.
+
+        The rename makes the removal atomic for a restart (a ``-delete``
+        directory is never loaded); descriptors are kept for ``file.delete.delay.ms``
+        as for deleted segments.
+        """
+        target = self.directory.with_name(delete_dir_name(self.name))
+        self.directory.rename(target)
+        fsync_dir(target.parent)
+        self.directory = target
+        for segment in self.segments:
+            segment.offset_index.unload()
+            segment.time_index.unload()
+        self._to_release.append((self._time_ms() + self.config.file_delete_delay_ms, self.segments))
+        self.segments = []
+        shutil.rmtree(target)
+        self.deleted = True
+
+    def release_descriptors(self) -> None:
+        """Close every descriptor now, including those of deleted segments still in their delay."""
+        for segment in self.segments:
+            segment.release()
+        for _, segments in self._to_release:
+            for segment in segments:
+                segment.release()
+        self._to_release = []

@@ -1,0 +1,356 @@
+"""Idempotent-producer state of one partition (Kafka's ``ProducerStateManager``,
+``ProducerStateEntry``, ``ProducerAppendInfo``) and its ``<offset>.snapshot`` files.
+
+For each producer id the partition remembers the producer epoch and the last
+five batches (first/last sequence, last offset, offset delta, max timestamp).
+That is what lets a retried batch be recognised and answered with its original
+offsets instead of being written twice.
+
+Client appends are checked exactly where Kafka checks them:
+
+* a batch with the same epoch and sequence range as one of the five retained
+  batches is a duplicate (``ProducerStateEntry.findDuplicateBatch``);
+* an epoch below the producer's current one is INVALID_PRODUCER_EPOCH
+  (``ProducerAppendInfo.checkProducerEpoch``);
+* a new epoch must start at sequence 0, and within an epoch each batch must
+  start right after the last one, else OUT_OF_ORDER_SEQUENCE_NUMBER
+  (``ProducerAppendInfo.checkSequence``);
+* a producer id this partition has no state for is accepted at any sequence.
+  Kafka stopped answering UNKNOWN_PRODUCER_ID there in 2.5 (KIP-360: "If there
+  is no current producer epoch ... accept writes with any sequence number"),
+  so this module never returns that error.
+
+Snapshots use Kafka's version-1 binary format, so the files work both ways:
+int16 version, uint32 CRC-32C of the rest, int32 count, then per producer
+``producer_id int64, epoch int16, last_sequence int32, last_offset int64,
+offset_delta int32, timestamp int64, coordinator_epoch int32,
+current_txn_first_offset int64``. As in Kafka, a snapshot keeps only the last
+batch of each producer, so after a restart a retry of that batch is still
+recognised, and older retries are checked against it by sequence.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from kpybroker.log.checkpoint import atomic_write
+from kpybroker.log.names import SNAPSHOT_SUFFIX, offset_from_filename, segment_file
+from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.records import BatchHeader
+
+log = logging.getLogger(__name__)
+
+NUM_BATCHES_TO_RETAIN = 5
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+INT32_MAX = (1 << 31) - 1
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
+
+SNAPSHOT_VERSION = 1
+_SNAPSHOT_HEADER = struct.Struct(">hI")
+_SNAPSHOT_COUNT = struct.Struct(">i")
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+
+
+class CorruptSnapshotError(ValueError):
+    """A producer snapshot that fails its version, length or CRC check."""
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Sequence arithmetic, wrapping at int32 max (``DefaultRecordBatch.incrementSequence``)."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def last_sequence(header: BatchHeader) -> int:
+    if header.base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    return increment_sequence(header.base_sequence, header.last_offset_delta)
+
+
+class BatchMetadata(NamedTuple):
+    """What a producer entry remembers of one appended batch."""
+
+    last_seq: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+
+    @property
+    def first_seq(self) -> int:
+        return decrement_sequence(self.last_seq, self.offset_delta)
+
+    @property
+    def first_offset(self) -> int:
+        return self.last_offset - self.offset_delta
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    batches: deque[BatchMetadata] = field(
+        default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
+    )
+    last_timestamp: int = -1
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
+        if header.producer_epoch != self.producer_epoch:
+            return None
+        last_seq = last_sequence(header)
+        for batch in self.batches:
+            if batch.first_seq == header.base_sequence and batch.last_seq == last_seq:
+                return batch
+        return None
+
+    def update_epoch(self, epoch: int) -> None:
+        """A new epoch forgets the old epoch's batches (their sequences no longer apply)."""
+        if epoch != self.producer_epoch:
+            self.batches.clear()
+            self.producer_epoch = epoch
+
+
+class ProducerStateManager:
+    """Producer entries of one partition, with snapshots in the partition directory."""
+
+    def __init__(
+        self, directory: Path, expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    ) -> None:
+        self.directory = directory
+        self.expiration_ms = expiration_ms
+        self.producers: dict[int, ProducerStateEntry] = {}
+        self.last_snapshot_offset = -1
+
+    # -- the append path ---------------------------------------------------
+
+    def check(self, header: BatchHeader) -> BatchMetadata | None:
+        """Validate a client batch of an idempotent producer before it is written.
+
+        Returns the retained batch it duplicates, or None when it may be
+        appended; raises ``KafkaError`` as Kafka would.
+        """
+        pid = header.producer_id
+        entry = self.producers.get(pid)
+        if entry is not None:
+            duplicate = entry.find_duplicate(header)
+            if duplicate is not None:
+                return duplicate
+        current_epoch = entry.producer_epoch if entry is not None else NO_PRODUCER_EPOCH
+        epoch, first_seq = header.producer_epoch, header.base_sequence
+        if epoch < current_epoch:
+            raise KafkaError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"Epoch of producer {pid} is {epoch}, which is smaller than the last seen "
+                f"epoch {current_epoch}",
+            )
+        if epoch != current_epoch:
+            if first_seq != 0 and current_epoch != NO_PRODUCER_EPOCH:
+                raise KafkaError(
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"Invalid sequence number for new epoch of producer {pid}: {epoch} "
+                    f"(request epoch), {first_seq} (seq. number), {current_epoch} "
+                    "(current producer epoch)",
+                )
+        elif entry is not None and not _in_sequence(entry.last_seq, first_seq):
+            raise KafkaError(
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                f"Out of order sequence number for producer {pid}: {first_seq} "
+                f"(incoming seq. number), {entry.last_seq} (current end sequence number)",
+            )
+        return None
+
+    def update(self, header: BatchHeader) -> None:
+        """Record an appended batch (offsets stamped). Also used to replay the log on load.
+
+        A control batch (a transaction marker written by Kafka) only moves the
+        epoch: kpybroker does not run transactions, but may read logs that have them.
+        """
+        pid = header.producer_id
+        if pid < 0:
+            return
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = self.producers[pid] = ProducerStateEntry(pid)
+        entry.update_epoch(header.producer_epoch)
+        entry.last_timestamp = header.max_timestamp
+        if not header.is_control:
+            entry.batches.append(
+                BatchMetadata(
+                    last_sequence(header),
+                    header.last_offset,
+                    header.last_offset_delta,
+                    header.max_timestamp,
+                )
+            )
+
+    def remove_expired(self, now_ms: int) -> None:
+        """Forget producers idle for ``producer.id.expiration.ms`` (bounds memory, as Kafka)."""
+        expired = [pid for pid, entry in self.producers.items() if self._is_expired(entry, now_ms)]
+        for pid in expired:
+            del self.producers[pid]
+
+    def _is_expired(self, entry: ProducerStateEntry, now_ms: int) -> bool:
+        return (
+            entry.current_txn_first_offset < 0
+            and now_ms - entry.last_timestamp >= self.expiration_ms
+        )
+
+    # -- snapshots -----------------------------------------------------------
+
+    def snapshot_offsets(self) -> list[int]:
+        """Offsets of the snapshot files present, ascending."""
+        offsets = []
+        for path in self.directory.glob("*" + SNAPSHOT_SUFFIX):
+            offset = offset_from_filename(path.name)
+            if offset is not None:
+                offsets.append(offset)
+        return sorted(offsets)
+
+    def snapshot_path(self, offset: int) -> Path:
+        return segment_file(self.directory, offset, SNAPSHOT_SUFFIX)
+
+    def take_snapshot(self, offset: int, *, sync: bool) -> None:
+        """Write the state as of ``offset`` (the log end) to ``<offset>.snapshot``.
+
+        Written when a segment rolls (unsynced: the CRC catches a torn file, and
+        the state can be rebuilt from the log) and on clean shutdown (synced).
+        """
+        if offset == self.last_snapshot_offset:
+            return
+        atomic_write(
+            self.snapshot_path(offset), encode_snapshot(self.producers.values()), sync=sync
+        )
+        self.last_snapshot_offset = offset
+
+    def load_latest_snapshot(self, max_offset: int, now_ms: int) -> int | None:
+        """Replace the state with the newest readable snapshot at or below ``max_offset``.
+
+        Snapshots above ``max_offset`` describe a log that no longer exists and
+        are deleted, as are unreadable ones. Returns the snapshot's offset, or
+        None (empty state) when there is none.
+        """
+        self.producers.clear()
+        self.last_snapshot_offset = -1
+        for offset in reversed(self.snapshot_offsets()):
+            path = self.snapshot_path(offset)
+            if offset > max_offset:
+                path.unlink(missing_ok=True)
+                continue
+            try:
+                entries = decode_snapshot(path.read_bytes())
+            except CorruptSnapshotError as exc:
+                log.warning("deleting producer snapshot %s: %s", path, exc)
+                path.unlink(missing_ok=True)
+                continue
+            self.producers = {e.producer_id: e for e in entries if not self._is_expired(e, now_ms)}
+            self.last_snapshot_offset = offset
+            return offset
+        return None
+
+    def truncate_fully(self) -> None:
+        """Forget every producer and snapshot (the log was emptied)."""
+        self.producers.clear()
+        self.delete_snapshots(())
+
+    def replay(self, headers: Iterable[BatchHeader]) -> None:
+        for header in headers:
+            self.update(header)
+
+    def delete_snapshots(self, keep: Iterable[int]) -> None:
+        """Delete every snapshot except those at the offsets in ``keep``.
+
+        Called with the segment base offsets (and the newest snapshot), like
+        Kafka's ``removeStraySnapshots``, and when segments go away.
+        """
+        kept = set(keep)
+        for offset in self.snapshot_offsets():
+            if offset not in kept:
+                self.snapshot_path(offset).unlink(missing_ok=True)
+                if offset == self.last_snapshot_offset:
+                    self.last_snapshot_offset = -1
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
+    body = bytearray(_SNAPSHOT_COUNT.size)
+    count = 0
+    for entry in entries:
+        last = (
+            entry.batches[-1]
+            if entry.batches
+            else BatchMetadata(NO_SEQUENCE, -1, 0, entry.last_timestamp)
+        )
+        body += _SNAPSHOT_ENTRY.pack(
+            entry.producer_id,
+            entry.producer_epoch,
+            last.last_seq,
+            last.last_offset,
+            last.offset_delta,
+            entry.last_timestamp,
+            entry.coordinator_epoch,
+            entry.current_txn_first_offset,
+        )
+        count += 1
+    _SNAPSHOT_COUNT.pack_into(body, 0, count)
+    return _SNAPSHOT_HEADER.pack(SNAPSHOT_VERSION, crc32c(body)) + bytes(body)
+
+
+def decode_snapshot(data: bytes) -> list[ProducerStateEntry]:
+    head = _SNAPSHOT_HEADER.size
+    if len(data) < head + _SNAPSHOT_COUNT.size:
+        raise CorruptSnapshotError("snapshot is too short")
+    version, crc = _SNAPSHOT_HEADER.unpack_from(data)
+    if version != SNAPSHOT_VERSION:
+        raise CorruptSnapshotError(f"unknown snapshot version {version}")
+    if crc32c(memoryview(data)[head:]) != crc:
+        raise CorruptSnapshotError("snapshot CRC mismatch")
+    (count,) = _SNAPSHOT_COUNT.unpack_from(data, head)
+    start = head + _SNAPSHOT_COUNT.size
+    if count < 0 or len(data) != start + count * _SNAPSHOT_ENTRY.size:
+        raise CorruptSnapshotError(f"snapshot length does not match {count} entries")
+    entries = []
+    for (
+        pid,
+        epoch,
+        seq,
+        offset,
+        delta,
+        timestamp,
+        coordinator_epoch,
+        txn_first,
+    ) in _SNAPSHOT_ENTRY.iter_unpack(memoryview(data)[start:]):
+        entry = ProducerStateEntry(
+            pid,
+            epoch,
+            last_timestamp=timestamp,
+            coordinator_epoch=coordinator_epoch,
+            current_txn_first_offset=txn_first,
+        )
+        if offset >= 0:
+            entry.batches.append(BatchMetadata(seq, offset, delta, timestamp))
+        entries.append(entry)
+    return entries

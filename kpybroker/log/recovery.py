@@ -1,0 +1,195 @@
+"""Opening a partition directory, and crash recovery (Kafka's ``LogLoader``), in one place.
+
+After a clean shutdown the segments are trusted: only the last one is scanned
+(from its last index entry) to find the log end offset. Otherwise every segment
+from the one holding the recovery point onwards is read in full, each batch is
+CRC-checked, the indexes are rebuilt, and the log is cut after the last valid
+batch, dropping any later segments. Producer state comes from the newest
+snapshot plus a replay of the batch headers written after it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kpybroker.log.checkpoint import fsync_dir
+from kpybroker.log.config import LogConfig
+from kpybroker.log.leader_epoch import LeaderEpochCache
+from kpybroker.log.names import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TEMP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    offset_from_filename,
+)
+from kpybroker.log.producer_state import ProducerStateManager
+from kpybroker.log.segment import Segment
+from kpybroker.protocol.records import BatchHeader
+
+log = logging.getLogger(__name__)
+
+_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+# Left behind by an interrupted write, delete or compaction: never part of the log.
+# (Kafka's ``.swap`` files may hold the only copy of compacted data; they are left alone.)
+_LEFTOVER_SUFFIXES = (TEMP_SUFFIX, DELETED_SUFFIX, ".cleaned")
+
+
+@dataclass
+class LoadedLog:
+    segments: list[Segment]
+    log_start_offset: int
+    log_end_offset: int
+    recovery_point: int
+
+
+def load_log(
+    directory: Path,
+    config: LogConfig,
+    epoch_cache: LeaderEpochCache,
+    *,
+    log_start_offset: int,
+    recovery_point: int,
+    clean_shutdown: bool,
+    now_ms: int,
+) -> LoadedLog:
+    """Open (and if needed recover) the segments of one partition directory."""
+    started = time.monotonic()
+    _remove_leftovers(directory)
+    names = (path.name for path in directory.glob("*" + LOG_SUFFIX))
+    bases = sorted(o for o in map(offset_from_filename, names) if o is not None)
+    segments = [Segment(directory, base, config, now_ms) for base in bases]
+    if not segments:
+        segments.append(Segment(directory, log_start_offset, config, now_ms, create=True))
+    first_unflushed = len(segments)
+    truncated = 0
+    if not clean_shutdown:
+        bases = [s.base_offset for s in segments]
+        first_unflushed = max(0, bisect_right(bases, recovery_point) - 1)
+        truncated = _recover(segments, first_unflushed, epoch_cache)
+    for segment in segments[:first_unflushed]:
+        if segment.indexes_missing or not segment.indexes_look_valid():
+            segment.rebuild_indexes()
+
+    log_end_offset = segments[-1].next_offset()
+    if first_unflushed < len(segments):
+        # What recovery kept (and dropped) is made durable, so it can become the recovery point.
+        for segment in segments[first_unflushed:]:
+            segment.flush()
+        fsync_dir(directory)
+        recovery_point = log_end_offset
+    recovery_point = min(recovery_point, log_end_offset)
+    log_start_offset = max(log_start_offset, segments[0].base_offset)
+    if log_start_offset > log_end_offset:
+        log.warning(
+            "%s: log start offset %d is past the log end %d",
+            directory,
+            log_start_offset,
+            log_end_offset,
+        )
+        log_start_offset = log_end_offset
+    epoch_cache.truncate_from_end(log_end_offset)
+    epoch_cache.truncate_from_start(log_start_offset)
+    for segment in segments[:-1]:
+        segment.offset_index.unload()
+        segment.time_index.unload()
+
+    elapsed_ms = (time.monotonic() - started) * 1000
+    if clean_shutdown:
+        log.debug(
+            "loaded %s (end offset %d) in %.1f ms", directory.name, log_end_offset, elapsed_ms
+        )
+    else:
+        log.info(
+            "recovered %s from offset %d in %.1f ms: %d segment(s) checked, %d byte(s) truncated, "
+            "end offset %d",
+            directory.name,
+            segments[first_unflushed].base_offset
+            if first_unflushed < len(segments)
+            else log_end_offset,
+            elapsed_ms,
+            len(segments) - first_unflushed,
+            truncated,
+            log_end_offset,
+        )
+    return LoadedLog(segments, log_start_offset, log_end_offset, recovery_point)
+
+
+def _remove_leftovers(directory: Path) -> None:
+    """Delete temp and pending-delete files, and index files whose ``.log`` is gone."""
+    logs = {p.name.split(".", 1)[0] for p in directory.glob("*" + LOG_SUFFIX)}
+    for path in directory.iterdir():
+        name = path.name
+        orphan_index = name.endswith(_INDEX_SUFFIXES) and name.split(".", 1)[0] not in logs
+        if orphan_index or name.endswith(_LEFTOVER_SUFFIXES):
+            log.info("removing leftover file %s", path)
+            path.unlink(missing_ok=True)
+
+
+def _recover(segments: list[Segment], first: int, epoch_cache: LeaderEpochCache) -> int:
+    """Recover ``segments[first:]`` in place; a damaged segment drops every segment after it."""
+
+    def on_batch(header: BatchHeader) -> None:
+        # As LogSegment.recover: only epochs newer than the cache's latest are learnt.
+        if header.partition_leader_epoch > epoch_cache.latest_epoch:
+            epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+
+    for i in range(first, len(segments)):
+        truncated = segments[i].recover(on_batch)
+        if truncated:
+            for dropped in segments[i + 1 :]:
+                log.warning("deleting %s, which follows a damaged segment", dropped.log_path)
+                dropped.delete_files()
+                dropped.release()
+            del segments[i + 1 :]
+            return truncated
+    return 0
+
+
+def headers_from(
+    segments: Sequence[Segment], offset: int, end_offset: int
+) -> Iterator[BatchHeader]:
+    """Batch headers of every batch holding offsets in ``[offset, end_offset)``, in order."""
+    bases = [s.base_offset for s in segments]
+    for i in range(max(0, bisect_right(bases, offset) - 1), len(segments)):
+        segment = segments[i]
+        found = segment.find_batch(offset)
+        if found is None:
+            continue
+        for _, header in segment.headers(found[0]):
+            if header.base_offset >= end_offset:
+                return
+            yield header
+
+
+def rebuild_producer_state(
+    producer_state: ProducerStateManager,
+    segments: Sequence[Segment],
+    log_start_offset: int,
+    log_end_offset: int,
+    now_ms: int,
+) -> None:
+    """Producer state as of ``log_end_offset``: newest snapshot, then a replay of later batches.
+
+    Also removes stray snapshots (not at a segment base), keeping the newest,
+    which a clean shutdown writes at the log end (``removeStraySnapshots``).
+    """
+    bases = {s.base_offset for s in segments}
+    offsets = producer_state.snapshot_offsets()
+    producer_state.delete_snapshots(bases | set(offsets[-1:]))
+    loaded = producer_state.load_latest_snapshot(log_end_offset, now_ms)
+    start = log_start_offset if loaded is None else max(loaded, log_start_offset)
+    producer_state.replay(headers_from(segments, start, log_end_offset))
+    log.debug(
+        "producer state of %s: snapshot %s, replayed from %d, %d producer(s)",
+        producer_state.directory.name,
+        loaded,
+        start,
+        len(producer_state.producers),
+    )
