@@ -269,7 +269,6 @@ class LogManager:
         # As Kafka: only logs whose start moved past their first segment's base offset.
         self._write_checkpoints(
             LOG_START_OFFSET_CHECKPOINT,
-    METADATA_STORE_DIR,
             lambda p: (
                 p.log_start_offset if p.log_start_offset > p.segments[0].base_offset else None
             ),
