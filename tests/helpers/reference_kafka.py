@@ -1,0 +1,155 @@
+"""A real single-node Apache Kafka (KRaft, broker+controller) for reference runs.
+
+Started from the jars that ``compat-tests/java/fetch-jars`` caches, with a
+small heap (the machines have 2 cores). Used to validate the integration tests
+themselves (``KPYBROKER_TEST_TARGET=kafka``), and for differential tests and
+benchmarks::
+
+    with ReferenceKafka(tmp_path, {"num.partitions": 3}) as kafka:
+        producer = Producer({"bootstrap.servers": kafka.bootstrap})
+
+It has the same interface as :class:`tests.helpers.brokers.KpyBroker`.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from pathlib import Path
+from types import TracebackType
+
+from tests.helpers.brokers import ManagedBroker, Overrides
+from tests.helpers.java import (
+    KAFKA_SERVER,
+    STORAGE_TOOL,
+    fetch_kafka_lib,
+    java_command,
+    run_java,
+)
+from tests.helpers.process import OutputDrain, free_port
+
+#: Settings a single-node cluster needs (Kafka's defaults assume three nodes),
+#: and settings that make tests quick. Test overrides are applied on top.
+SINGLE_NODE_DEFAULTS: dict[str, str] = {
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "5",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "5",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "num.partitions": "1",
+    "num.network.threads": "2",
+    "num.io.threads": "4",
+    # After a SIGKILL the restarted node must wait out its old registration's
+    # session before it is unfenced: keep that short.
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "3000",
+}
+
+
+def random_cluster_id() -> str:
+    """A cluster id as Kafka's ``Uuid.randomUuid().toString()`` makes them."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+class ReferenceKafka(ManagedBroker):
+    """Apache Kafka in combined KRaft mode on 127.0.0.1 (PLAINTEXT + CONTROLLER ports)."""
+
+    kind = "kafka"
+    # The JVM exits with 128+15 when SIGTERM ends it, after Kafka's shutdown hook.
+    clean_exit_codes = (0, 143)
+    start_timeout = 120.0
+    stop_timeout = 60.0
+    READY = re.compile(r"Kafka Server started|Shutdown broker|ERROR.*Exiting Kafka")
+
+    def __init__(
+        self,
+        base_dir: Path,
+        overrides: Overrides | None = None,
+        *,
+        lib: Path | None = None,
+        heap: str = "512m",
+        node_id: int = 1,
+        log_level: str = "INFO",
+    ) -> None:
+        super().__init__(base_dir, overrides)
+        self.lib = lib or fetch_kafka_lib()
+        self.heap = heap
+        self.node_id = node_id
+        self.log_level = log_level
+        self.controller_port = free_port(self.host)
+        self.config_path = self.base_dir / "server.properties"
+        self.cluster_id = random_cluster_id()
+
+    def settings(self) -> dict[str, str]:
+        """The full server.properties of this broker."""
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": f"{self.node_id}@{self.host}:{self.controller_port}",
+            "listeners": (
+                f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.log_dir),
+            **SINGLE_NODE_DEFAULTS,
+        }
+        for key, value in self.overrides.items():
+            if key in ("listeners", "log.dirs"):
+                raise ValueError(f"ReferenceKafka sets {key} itself")
+            settings[key] = value
+        return settings
+
+    def prepare(self) -> None:
+        """Write server.properties; format the storage on first start."""
+        text = "".join(f"{key}={value}\n" for key, value in self.settings().items())
+        self.config_path.write_text(text)
+        if (self.log_dir / "meta.properties").exists():
+            return
+        run_java(
+            self.lib,
+            STORAGE_TOOL,
+            ["format", "--config", str(self.config_path), "--cluster-id", self.cluster_id],
+            timeout=120,
+        ).check()
+
+    def command(self) -> list[str]:
+        return java_command(
+            self.lib,
+            KAFKA_SERVER,
+            [str(self.config_path)],
+            heap=self.heap,
+            log_level=self.log_level,
+            jvm_options=["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", f"-Xms{self.heap}"],
+        )
+
+    def wait_ready(self, drain: OutputDrain, timeout: float) -> str | None:
+        match = drain.wait_for(self.READY, timeout)
+        if match is None:
+            if drain.closed:
+                return "the JVM exited before 'Kafka Server started'"
+            return f"no 'Kafka Server started' within {timeout} s"
+        if "started" not in match.group(0):
+            return f"Kafka failed: {match.group(0)!r}"
+        return None
+
+    def __enter__(self) -> ReferenceKafka:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
