@@ -16,13 +16,21 @@ from pathlib import Path
 import kpybroker.apis  # noqa: F401  (registers every handler)
 from kpybroker.cluster.partition import LeaderState, Partition
 from kpybroker.cluster.replica_manager import ReplicaManager
-from kpybroker.config import BrokerConfig, effective_topic_config
-from kpybroker.log.config import LogConfig
+from kpybroker.config import BrokerConfig, ConfigError, effective_topic_config
+from kpybroker.coordinator.service import GroupCoordinator
+from kpybroker.log.config import LogConfig, LogManagerConfig
 from kpybroker.log.log_manager import LogManager
 from kpybroker.log.names import METADATA_STORE_DIR
 from kpybroker.metadata.builtin import BuiltinMetadataStore
-from kpybroker.metadata.cluster import ChangeKind, ClusterMetadata, Endpoint, MetadataChange
+from kpybroker.metadata.cluster import (
+    DEFAULT_BROKER_ENTITY,
+    ChangeKind,
+    ClusterMetadata,
+    Endpoint,
+    MetadataChange,
+)
 from kpybroker.metadata.store import MetadataStore
+from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
 from kpybroker.producer_ids import ProducerIdManager
 from kpybroker.server.listener import bound_port, start_listener
 from kpybroker.topics import TopicManager
@@ -43,7 +51,16 @@ class BrokerAddress:
 
 
 def open_metadata_store(config: BrokerConfig) -> MetadataStore:
-    """The built-in store in the data directory (``metadata.log.dir``, else the first log dir)."""
+    """ZooKeeper when ``zookeeper.connect`` is set; else the built-in store in the data
+    directory (``metadata.log.dir``, else the first log dir)."""
+    connect = config.get_str("zookeeper.connect")
+    if connect:
+        connection = "zookeeper.connection.timeout.ms"  # unset: the session timeout
+        return ZooKeeperMetadataStore(
+            connect,
+            session_timeout_ms=config.get_int("zookeeper.session.timeout.ms"),
+            connection_timeout_ms=config.get_int(connection) if config.get(connection) else None,
+        )
     base = config.get("metadata.log.dir") or config.log_dirs()[0]
     return BuiltinMetadataStore(Path(base) / METADATA_STORE_DIR)
 
@@ -59,6 +76,7 @@ class Broker:
         self.cluster: ClusterMetadata | None = None
         self.logs: LogManager | None = None
         self.producer_ids: ProducerIdManager | None = None
+        self.coordinator = GroupCoordinator(self)
         self.cluster_id: str | None = None
         self.servers: list[asyncio.Server] = []
         self.tasks: list[asyncio.Task] = []
@@ -73,12 +91,14 @@ class Broker:
         self.cluster = ClusterMetadata(self.store)
         await self.cluster.start()
         self.cluster_id = await self.cluster.ensure_cluster_id()
+        self.load_dynamic_config()
         self.logs = LogManager(
             config.log_dirs(),
             broker_id=self.broker_id,
             cluster_id=self.cluster_id,
             config_for=self.log_config_for,
             producer_id_expiration_ms=config.get("producer.id.expiration.ms"),
+            settings=LogManagerConfig.from_broker_config(config.get),
         )
         self.producer_ids = ProducerIdManager(self.store, self.broker_id)
         max_request = config.get("socket.request.max.bytes")
@@ -100,9 +120,12 @@ class Broker:
         self.remove_stray_logs()
         for name in list(self.cluster.topics()):
             self.apply_topic(name)
+        await self.coordinator.start()
         for server in self.servers:
             await server.start_serving()
         self.tasks.append(asyncio.create_task(self.housekeeping(), name="housekeeping"))
+        if self.logs.cleaner is not None:
+            self.tasks.append(asyncio.create_task(self.logs.cleaner.run(), name="log-cleaner"))
         log.info(
             "Broker %d started in %.0f ms (cluster %s); ready, listening on %s",
             self.broker_id,
@@ -119,6 +142,7 @@ class Broker:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.coordinator.stop()
         if self.logs is not None:
             self.logs.close()
         if self.cluster is not None:
@@ -163,13 +187,14 @@ class Broker:
             if existing is not None:
                 existing.state = state
                 existing.min_insync_replicas = min_isr
+                existing.maybe_advance_high_watermark()
                 continue
             plog = self.logs.get_or_create(name, index, topic_id, config)
             if state.leader == self.broker_id:
                 plog.maybe_assign_epoch_start_offset(state.leader_epoch, plog.log_end_offset)
-            self.replicas.add(
-                Partition(name, index, topic_id, plog, self.broker_id, state, min_isr)
-            )
+            partition = Partition(name, index, topic_id, plog, self.broker_id, state, min_isr)
+            partition.maybe_advance_high_watermark()
+            self.replicas.add(partition)
 
     def remove_stray_logs(self) -> None:
         """Delete logs whose topic is gone from the metadata, or was recreated under a new ID."""
@@ -184,11 +209,37 @@ class Broker:
         if change.kind in (ChangeKind.TOPIC, ChangeKind.PARTITION):
             self.apply_topic(change.name)
         elif change.kind == ChangeKind.TOPIC_CONFIG:
-            config = self.log_config_for(change.name)
-            self.logs.update_config(change.name, config)
-            for partition in self.replicas.partitions.values():
-                if partition.topic == change.name:
-                    partition.min_insync_replicas = config.min_insync_replicas
+            self.apply_topic_config(change.name)
+        elif change.kind == ChangeKind.BROKER_CONFIG and change.name in (
+            DEFAULT_BROKER_ENTITY,
+            str(self.broker_id),
+        ):
+            self.load_dynamic_config()
+            for name in list(self.cluster.topics()):
+                self.apply_topic_config(name)
+
+    def apply_topic_config(self, name: str) -> None:
+        """Give the topic's logs and partitions its current effective config."""
+        config = self.log_config_for(name)
+        self.logs.update_config(name, config)
+        for partition in self.replicas.partitions.values():
+            if partition.topic == name:
+                partition.min_insync_replicas = config.min_insync_replicas
+
+    def load_dynamic_config(self) -> None:
+        """Layer the dynamic broker configs of the metadata store over the static ones.
+
+        Kafka keeps them in /config/brokers/<default> and /config/brokers/<id> and reads
+        them at start and on every change; so do we. A stored set that this version
+        refuses is logged and left out rather than stopping the broker, as in Kafka.
+        """
+        try:
+            self.config = self.config.with_dynamic(
+                dynamic_default=self.cluster.broker_config(None),
+                dynamic_broker=self.cluster.broker_config(self.broker_id),
+            )
+        except ConfigError as exc:
+            log.error("ignoring the stored dynamic broker configs: %s", exc.message)
 
     # -- cluster view for handlers -----------------------------------------
 

@@ -14,12 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kpybroker.config import (
-    TOPIC_CONFIGS,
-    effective_topic_config,
-    topic_config_source,
-    validate_topic_configs,
-)
+from kpybroker.config import validate_topic_configs
+from kpybroker.config.describe import ConfigEntry, topic_config_entries
 from kpybroker.metadata.cluster import (
     PartitionMetadata,
     TopicMetadata,
@@ -90,15 +86,6 @@ class Topic:
         return len(first.replicas) if first else 0
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: int
-    read_only: bool
-    sensitive: bool
-
-
 def assign_replicas(
     brokers: list[int], partitions: int, replication_factor: int, first_partition: int = 0
 ) -> dict[int, list[int]]:
@@ -124,6 +111,27 @@ def assign_replicas(
             replicas.append(brokers[(leader + step) % n])
         assignment[p] = replicas
     return assignment
+
+
+def check_replica_list(replicas: list[int], live: list[int]) -> None:
+    """One partition's manual assignment: not empty, no broker twice, every broker known."""
+    if not replicas:
+        raise KafkaError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes an empty replica list.",
+        )
+    if len(set(replicas)) != len(replicas):
+        raise KafkaError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"The manual partition assignment includes the broker {replicas} more than once.",
+        )
+    unknown = [b for b in replicas if b not in live]
+    if unknown:
+        raise KafkaError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"The manual partition assignment includes broker {unknown[0]}, but no such broker "
+            "is registered.",
+        )
 
 
 class TopicManager:
@@ -214,24 +222,7 @@ class TopicManager:
             )
         sizes = {len(r) for r in assignments.values()}
         for replicas in assignments.values():
-            if not replicas:
-                raise KafkaError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    "The manual partition assignment includes an empty replica list.",
-                )
-            if len(set(replicas)) != len(replicas):
-                raise KafkaError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    f"The manual partition assignment includes the broker {replicas} more than "
-                    "once.",
-                )
-            unknown = [b for b in replicas if b not in live]
-            if unknown:
-                raise KafkaError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    f"The manual partition assignment includes broker {unknown[0]}, but no "
-                    "such broker is registered.",
-                )
+            check_replica_list(replicas, live)
         if len(sizes) > 1:
             raise KafkaError(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -275,6 +266,68 @@ class TopicManager:
                 return self.get(name)
             raise
 
+    async def add_partitions(
+        self,
+        name: str,
+        count: int,
+        assignments: list[list[int]] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Grow a topic to ``count`` partitions (CreatePartitions), with Kafka's checks.
+
+        New partitions get the topic's replication factor; without ``assignments``
+        their replicas are spread as at creation. Partitions are never removed.
+        """
+        topic = self.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        current = len(topic.partitions)
+        if count == current:
+            raise KafkaError(
+                ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
+            )
+        if count < current:
+            raise KafkaError(
+                ErrorCode.INVALID_PARTITIONS,
+                f"The topic {name} currently has {current} partition(s); {count} would not "
+                "be an increase.",
+            )
+        additional = count - current
+        live = sorted(self.cluster.live_brokers())
+        factor = topic.replication_factor
+        if assignments is None:
+            if factor > len(live):
+                raise KafkaError(
+                    ErrorCode.INVALID_REPLICATION_FACTOR,
+                    f"Unable to replicate the partition {factor} time(s): The target replication "
+                    f"factor of {factor} cannot be reached because only {len(live)} broker(s) "
+                    "are registered.",
+                )
+            plan = assign_replicas(live, additional, factor, first_partition=current)
+        else:
+            if len(assignments) != additional:
+                raise KafkaError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Attempted to add {additional} additional partition(s), but only "
+                    f"{len(assignments)} assignment(s) were specified.",
+                )
+            for replicas in assignments:
+                check_replica_list(replicas, live)
+                if len(replicas) != factor:
+                    raise KafkaError(
+                        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                        "The manual partition assignment includes a partition with "
+                        f"{len(replicas)} replica(s), but this is not consistent with previous "
+                        f"partitions, which have {factor} replica(s).",
+                    )
+            plan = {current + i: replicas for i, replicas in enumerate(assignments)}
+        if not validate_only:
+            try:
+                await self.cluster.add_partitions(name, plan)
+            except UnknownTopicError:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+
     async def delete(self, name: str) -> bytes:
         topic = self.get(name)
         if topic is None:
@@ -293,18 +346,4 @@ class TopicManager:
 
     def describe_configs(self, topic: Topic) -> list[ConfigEntry]:
         """Every topic config's value and its source, as CreateTopics v5+ returns them."""
-        broker_cfg = self.broker.config
-        values = effective_topic_config(broker_cfg, topic.configs)
-        entries = []
-        for name in sorted(TOPIC_CONFIGS):
-            key = TOPIC_CONFIGS[name]
-            entries.append(
-                ConfigEntry(
-                    name=name,
-                    value=None if key.sensitive else key.to_text(values[name]),
-                    source=int(topic_config_source(broker_cfg, topic.configs, name)),
-                    read_only=False,
-                    sensitive=key.sensitive,
-                )
-            )
-        return entries
+        return topic_config_entries(self.broker.config, topic.configs)

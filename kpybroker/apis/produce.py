@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import logging
 
+from kpybroker.apis.produce_validation import in_topic_codec
 from kpybroker.apis.registry import CloseConnection, RequestContext, api
+from kpybroker.log.record_validation import RecordValidationError
 from kpybroker.protocol import compression, records
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import produce
 from kpybroker.protocol.messages.produce import (
+    BatchIndexAndErrorMessage,
     LeaderIdAndEpoch,
     PartitionProduceResponse,
     ProduceRequest,
@@ -70,6 +73,7 @@ def produce_partition(
     try:
         partition = broker.replicas.leader_partition(topic, index)
         batch = validate_records(data, ctx.api_version, partition.log.config.max_message_bytes)
+        batch = in_topic_codec(batch, partition.log.config)
         result = partition.append_as_leader(batch, required_acks=acks)
     except KafkaError as exc:
         response.error_code = exc.code
@@ -78,6 +82,9 @@ def produce_partition(
         if exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
             leader_id, leader_epoch = broker.replicas.leader_hint(topic, index)
             response.current_leader = LeaderIdAndEpoch(leader_id, leader_epoch)
+        if isinstance(exc, RecordValidationError):  # e.g. keyless records, compacted topic
+            response.record_errors = [BatchIndexAndErrorMessage(i, m) for i, m in exc.record_errors]
+            response.log_start_offset = exc.log_start_offset
         return response
     response.base_offset = result.base_offset
     response.log_append_time_ms = result.log_append_time

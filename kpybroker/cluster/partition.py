@@ -73,10 +73,19 @@ class Partition:
             raise KafkaError(
                 ErrorCode.KAFKA_STORAGE_ERROR, f"Disk error when trying to access log file: {exc}"
             ) from exc
-        if self.state.isr == [self.broker_id]:
-            self.log.update_high_watermark(self.log.log_end_offset)
+        self.maybe_advance_high_watermark()
         self.wake_waiters()
         return result
+
+    def maybe_advance_high_watermark(self) -> None:
+        """As leader, move the high watermark up to what every in-sync replica has.
+
+        While this broker is the only in-sync replica that is its own log end,
+        also right after a restart: the checkpointed high watermark may lag the
+        log by a few seconds of acknowledged records.
+        """
+        if self.is_leader and self.state.isr == [self.broker_id]:
+            self.log.update_high_watermark(self.log.log_end_offset)
 
     def read_records(self, offset: int, max_bytes: int, min_one: bool):
         """File ranges of whole batches from ``offset``, below the high watermark."""

@@ -1,0 +1,20 @@
+"""The group coordinator: Kafka's classic consumer-group protocol and committed offsets.
+
+Layers, from the wire inwards:
+
+- ``service`` is what the API handlers call: Kafka's request-level checks, the
+  routing of each group to its ``__consumer_offsets`` partition, and the
+  mapping of coordinator errors.
+- ``runtime`` is the only part that does I/O: it owns one shard per led
+  partition of ``__consumer_offsets``, loads it from the log, appends its
+  records, arms its timers on the event loop and completes waiting requests.
+- ``shard`` is the state machine of one partition, without I/O: events in
+  (requests, fired timers, finished appends, replayed records), ``Effects``
+  out (replies, records to append, timers to arm; see ``interface``).
+  ``membership`` holds the classic rebalance protocol, ``offsets`` the
+  committed offsets, ``group`` the group and member model.
+- ``records`` is the key and value format of ``__consumer_offsets``, which is
+  Kafka's, so that a log directory stays readable by either broker;
+  ``loader`` reads a partition back; ``partitioning`` maps a group to its
+  partition as Kafka does; ``settings`` holds the configs the coordinator reads.
+"""

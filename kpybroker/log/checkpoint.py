@@ -32,7 +32,8 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file.
 
     Written to ``<path>.tmp`` (Kafka's temp name), fsynced, renamed over the
-    target, then the directory is fsynced so the rename itself is durable.
+    target, then the directory is fsynced so the rename itself is durable. A
+    failed write removes the temp file and leaves the target as it was.
     ``sync=False`` keeps the rename atomic but skips both fsyncs, for files that
     carry their own checksum and may be rebuilt when lost.
     """
@@ -44,6 +45,9 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
             view = view[os.write(fd, view) :]
         if sync:
             os.fsync(fd)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk must not keep a half-written copy around
+        raise
     finally:
         os.close(fd)
     os.replace(tmp, path)

@@ -8,7 +8,8 @@ sends (types, ranges, unknown names) is ``kpybroker/config.py``'s job, so
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -105,6 +106,22 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
     @property
+    def compact(self) -> bool:
+        """Whether the log cleaner compacts this log (cleanup.policy contains ``compact``)."""
+        return "compact" in self.cleanup_policy
+
+    @property
+    def max_segment_ms(self) -> int:
+        """The roll time: segment.ms, capped by max.compaction.lag.ms on a compacted log.
+
+        The active segment is never compacted, so it must roll for its records to
+        be compacted within the lag (Kafka's ``LogConfig.maxSegmentMs``).
+        """
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
+
+    @property
     def max_offset_index_entries(self) -> int:
         """Entries a ``.index`` may hold before the segment must roll (8-byte entries)."""
         return self.segment_index_bytes // 8
@@ -123,6 +140,62 @@ class LogConfig:
         if self.segment_jitter_ms <= 0:
             return 0
         return random.randrange(min(self.segment_jitter_ms, self.segment_ms))
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerConfig:
+    """The log cleaner's broker settings (Kafka's ``CleanerConfig``), with Kafka's defaults."""
+
+    enable: bool = True
+    backoff_ms: int = 15_000
+    dedupe_buffer_size: int = 128 * 1024 * 1024
+    dedupe_buffer_load_factor: float = 0.9
+    io_buffer_size: int = 512 * 1024
+    max_io_bytes_per_second: float = sys.float_info.max  # Kafka's Double.MAX_VALUE: no limit
+
+
+@dataclass(frozen=True, slots=True)
+class LogManagerConfig:
+    """How often the log manager's background tasks run, and the cleaner's settings.
+
+    Intervals are checked on each call of ``LogManager.periodic`` (the broker
+    calls it every second), so that is their granularity.
+    """
+
+    retention_check_interval_ms: int = 300_000
+    recovery_point_checkpoint_interval_ms: int = 60_000
+    log_start_checkpoint_interval_ms: int = 60_000
+    high_watermark_checkpoint_interval_ms: int = 5_000
+    producer_expiration_check_interval_ms: int = 600_000
+    cleaner: CleanerConfig = CleanerConfig()
+
+    @classmethod
+    def from_broker_config(cls, get: Callable[[str], object]) -> LogManagerConfig:
+        """Read the settings by their Kafka broker-config names through ``get``."""
+        cleaner = CleanerConfig(
+            **{field: get(name) for name, field in _CLEANER_BROKER_CONFIGS.items()}
+        )
+        values: dict[str, Any] = {
+            field: get(name) for name, field in _MANAGER_BROKER_CONFIGS.items()
+        }
+        return cls(cleaner=cleaner, **values)
+
+
+_MANAGER_BROKER_CONFIGS = {
+    "log.retention.check.interval.ms": "retention_check_interval_ms",
+    "log.flush.offset.checkpoint.interval.ms": "recovery_point_checkpoint_interval_ms",
+    "log.flush.start.offset.checkpoint.interval.ms": "log_start_checkpoint_interval_ms",
+    "replica.high.watermark.checkpoint.interval.ms": "high_watermark_checkpoint_interval_ms",
+    "producer.id.expiration.check.interval.ms": "producer_expiration_check_interval_ms",
+}
+_CLEANER_BROKER_CONFIGS = {
+    "log.cleaner.enable": "enable",
+    "log.cleaner.backoff.ms": "backoff_ms",
+    "log.cleaner.dedupe.buffer.size": "dedupe_buffer_size",
+    "log.cleaner.io.buffer.load.factor": "dedupe_buffer_load_factor",
+    "log.cleaner.io.buffer.size": "io_buffer_size",
+    "log.cleaner.io.max.bytes.per.second": "max_io_bytes_per_second",
+}
 
 
 def _policy_tuple(value: object) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ reported through ``on_corrupt`` so the segment can rebuild it from the log.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import struct
@@ -70,6 +71,8 @@ class SparseIndex:
         self._fd = -1
         self._keys: array[int] | None = None
         self._values: array[int] | None = None
+        # Entries written since the last fsync; flush() skips the fsync when none were.
+        self._dirty = False
         path.touch(exist_ok=True)
 
     # -- loading ----------------------------------------------------------
@@ -146,14 +149,29 @@ class SparseIndex:
     def entries(self) -> int:
         return len(self._columns()[0])
 
+    @property
+    def size_in_bytes(self) -> int:
+        """The index's size on disk, read from the file while the index is not loaded."""
+        if self._keys is None:
+            return self.path.stat().st_size
+        return len(self._keys) * self.ENTRY.size
+
     def is_full(self) -> bool:
         return self.entries >= self.max_entries
 
     def _append(self, key: int, value: int) -> None:
+        """Write one entry; a failed or short write (disk full) leaves the file as it was."""
         keys, values = self._columns()
         if self._fd < 0:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(self._fd, self._encode(key, value))
+        entry = self._encode(key, value)
+        self._dirty = True
+        try:
+            if os.write(self._fd, entry) != len(entry):
+                raise OSError(errno.ENOSPC, "short write", str(self.path))
+        except OSError:
+            self._truncate_file(len(keys))
+            raise
         keys.append(key)
         values.append(value)
 
@@ -166,6 +184,7 @@ class SparseIndex:
 
     def _truncate_file(self, count: int) -> None:
         os.truncate(self.path, count * self.ENTRY.size)
+        self._dirty = True
 
     def reset(self) -> None:
         """Drop every entry (the first step of rebuilding from the log)."""
@@ -173,15 +192,19 @@ class SparseIndex:
         self._truncate_file(0)
 
     def flush(self) -> None:
-        """fsync the file, through a short-lived descriptor when the write handle is closed."""
+        """fsync the file if it changed since the last flush (through a short-lived
+        descriptor when the write handle is closed)."""
+        if not self._dirty:
+            return
         if self._fd >= 0:
             os.fsync(self._fd)
-            return
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        else:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._dirty = False
 
     def close(self) -> None:
         """Release the write handle; the entries stay readable (they are in memory)."""
@@ -197,6 +220,11 @@ class SparseIndex:
     def delete(self) -> None:
         self.unload()
         self.path.unlink(missing_ok=True)
+
+    def rename(self, path: Path) -> None:
+        """Move the file (compaction's ``.cleaned`` -> ``.swap`` -> final name steps)."""
+        os.replace(self.path, path)
+        self.path = path
 
     def relative(self, offset: int) -> int:
         return offset - self.base_offset

@@ -51,14 +51,26 @@ class LeaderEpochCache:
         """Record that ``epoch`` starts at ``start_offset``; a no-op for the current epoch.
 
         Called on every append, so the common case (same epoch) is one comparison.
-        Batches without an epoch (-1) are not recorded.
+        Batches without an epoch (-1) are not recorded. When the checkpoint cannot
+        be written (disk full) the cache is left as it was and the error raised.
         """
-        if epoch >= 0 and start_offset >= 0 and self._assign(epoch, start_offset):
+        if epoch < 0 or start_offset < 0 or self._is_current(epoch, start_offset):
+            return
+        saved = self.entries
+        self._assign(epoch, start_offset)
+        try:
             self._write()
+        except OSError:
+            self._epochs = [e for e, _ in saved]
+            self._starts = [o for _, o in saved]
+            raise
+
+    def _is_current(self, epoch: int, start_offset: int) -> bool:
+        return bool(self._epochs) and self._epochs[-1] == epoch and start_offset >= self._starts[-1]
 
     def _assign(self, epoch: int, start_offset: int) -> bool:
         """Append an entry, first dropping any entries it would make non-monotonic."""
-        if self._epochs and self._epochs[-1] == epoch and start_offset >= self._starts[-1]:
+        if self._is_current(epoch, start_offset):
             return False
         while self._epochs and (self._epochs[-1] >= epoch or self._starts[-1] >= start_offset):
             removed = (self._epochs.pop(), self._starts.pop())
@@ -103,7 +115,7 @@ class LeaderEpochCache:
         keep = bisect_left(self._starts, end_offset)
         if keep < len(self._starts):
             del self._epochs[keep:], self._starts[keep:]
-            self._write()
+            self._write_after_truncation()
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop epochs wholly below ``start_offset``; the one spanning it now starts there."""
@@ -114,7 +126,7 @@ class LeaderEpochCache:
         del self._epochs[:drop], self._starts[:drop]
         self._epochs.insert(0, epoch)
         self._starts.insert(0, start_offset)
-        self._write()
+        self._write_after_truncation()
 
     def clear(self) -> None:
         if self._epochs:
@@ -124,3 +136,12 @@ class LeaderEpochCache:
 
     def _write(self) -> None:
         write_epoch_checkpoint(self.path, self.entries)
+
+    def _write_after_truncation(self) -> None:
+        """Write a truncation, tolerating a full disk: unlike a new epoch it need not be
+        durable at once (Kafka flushes it asynchronously), since loading truncates the cache
+        to the log again; the next change rewrites the whole file."""
+        try:
+            self._write()
+        except OSError as exc:
+            log.warning("could not write %s (%s); the next change rewrites it", self.path, exc)

@@ -8,12 +8,16 @@ recovery. Partition directories are ``<topic>-<partition>``; new partitions go
 to the directory that has the fewest.
 
 The broker's loop calls ``periodic()`` (about once a second is plenty); it
-does what Kafka's scheduler threads do, each at its own Kafka-default interval.
+does what Kafka's scheduler threads do, each at its configured interval
+(``LogManagerConfig``). With ``log.cleaner.enable`` the manager also owns the
+``LogCleaner``, whose ``run()`` the broker starts as a task; retention of
+compacted logs is then the cleaner's job, as in Kafka.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import shutil
@@ -26,7 +30,8 @@ from kpybroker.log.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from kpybroker.log.config import LogConfig
+from kpybroker.log.config import LogConfig, LogManagerConfig
+from kpybroker.log.log_cleaner import LogCleaner
 from kpybroker.log.metadata_files import (
     ensure_meta_properties,
     take_clean_shutdown,
@@ -51,13 +56,6 @@ TopicPartition = tuple[str, int]
 
 KRAFT_METADATA_TOPIC = "__cluster_metadata"
 
-# Kafka's defaults for the background tasks periodic() runs.
-RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000  # log.flush.offset.checkpoint.interval.ms
-LOG_START_CHECKPOINT_INTERVAL_MS = 60_000  # log.flush.start.offset.checkpoint.interval.ms
-HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
-RETENTION_CHECK_INTERVAL_MS = 300_000  # log.retention.check.interval.ms
-PRODUCER_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
-
 
 class LogDirLockedError(RuntimeError):
     """Another process (another broker) is using this log directory."""
@@ -76,11 +74,13 @@ class LogManager:
         time_ms: Callable[[], int] = wall_clock_ms,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         broker_epoch: int = -1,
+        settings: LogManagerConfig | None = None,
     ) -> None:
         """Lock and check each directory, then load (recovering where needed) every partition.
 
         ``config_for(topic)`` gives a topic's effective config (broker defaults
         plus topic overrides) for the logs found on disk; default: Kafka's defaults.
+        ``settings`` are the background intervals and the cleaner's settings.
         """
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
@@ -93,17 +93,34 @@ class LogManager:
         self._dir_of: dict[TopicPartition, Path] = {}
         self._deleted: list[PartitionLog] = []
         self._locks: list[int] = []
+        self.settings = settings or LogManagerConfig()
         now = time_ms()
-        self._next_run = {
-            task: now + interval
-            for task, interval in (
-                ("recovery_points", RECOVERY_POINT_CHECKPOINT_INTERVAL_MS),
-                ("log_starts", LOG_START_CHECKPOINT_INTERVAL_MS),
-                ("high_watermarks", HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS),
-                ("retention", RETENTION_CHECK_INTERVAL_MS),
-                ("producer_expiration", PRODUCER_EXPIRATION_CHECK_INTERVAL_MS),
-            )
-        }
+        intervals = self.settings
+        # (what, task(now), interval): Kafka's scheduled tasks, run by periodic() when due.
+        self._tasks: list[tuple[str, Callable[[int], None], int]] = [
+            ("retention", self._delete_old_segments, intervals.retention_check_interval_ms),
+            (
+                "producer expiration",
+                self._remove_expired_producers,
+                intervals.producer_expiration_check_interval_ms,
+            ),
+            (
+                "high watermark checkpoint",
+                lambda _now: self.checkpoint_high_watermarks(),
+                intervals.high_watermark_checkpoint_interval_ms,
+            ),
+            (
+                "recovery point checkpoint",
+                lambda _now: self.checkpoint_recovery_points(),
+                intervals.recovery_point_checkpoint_interval_ms,
+            ),
+            (
+                "log start offset checkpoint",
+                lambda _now: self.checkpoint_log_start_offsets(),
+                intervals.log_start_checkpoint_interval_ms,
+            ),
+        ]
+        self._next_run = [now + interval for _, _, interval in self._tasks]
         try:
             for log_dir in self.log_dirs:
                 log_dir.mkdir(parents=True, exist_ok=True)
@@ -114,6 +131,16 @@ class LogManager:
         except BaseException:
             self._unlock()
             raise
+        self.cleaner: LogCleaner | None = None
+        if self.settings.cleaner.enable:
+            self.cleaner = LogCleaner(
+                self.settings.cleaner,
+                self.log_dirs,
+                lambda: [(tp, plog, self._dir_of[tp]) for tp, plog in self.logs.items()],
+                time_ms,
+            )
+            for tp, partition_log in self.logs.items():
+                self._guard_truncation(tp, partition_log)
 
     # -- startup ----------------------------------------------------------------------
 
@@ -208,8 +235,14 @@ class LogManager:
         )
         self.logs[tp] = created
         self._dir_of[tp] = log_dir
+        self._guard_truncation(tp, created)
         log.info("created log for %s-%d in %s", topic, partition, log_dir)
         return created
+
+    def _guard_truncation(self, tp: TopicPartition, partition_log: PartitionLog) -> None:
+        """Make a truncation of the log first stop the cleaner from reading its segments."""
+        if self.cleaner is not None:
+            partition_log.before_truncation = functools.partial(self.cleaner.abort, tp)
 
     def update_config(self, topic: str, config: LogConfig) -> None:
         """Apply a topic's new config to its logs (new segments pick up index settings)."""
@@ -218,43 +251,63 @@ class LogManager:
                 partition_log.config = config
 
     def delete_partition(self, topic: str, partition: int) -> bool:
-        """Delete a partition's log and directory; False if this broker has none."""
+        """Delete a partition's log and directory; False if this broker has none.
+
+        A compaction round on it is aborted first (this waits for the cleaner's
+        thread to let go of its segments) and its cleaner checkpoint entry goes.
+        """
         tp = (topic, partition)
-        partition_log = self.logs.pop(tp, None)
+        partition_log = self.logs.get(tp)
         if partition_log is None:
             return False
-        del self._dir_of[tp]
+        if self.cleaner is not None:
+            self.cleaner.abort(tp)
+        del self.logs[tp]
+        log_dir = self._dir_of.pop(tp)
         partition_log.delete()
         self._deleted.append(partition_log)
+        if self.cleaner is not None:
+            self.cleaner.manager.update_checkpoint(log_dir, tp, None)
         log.info("deleted log for %s-%d", topic, partition)
         return True
 
     # -- background work --------------------------------------------------------------
 
     def periodic(self, now_ms: int | None = None) -> None:
-        """Flush policy, rolled-segment fsync, retention, producer expiry, checkpoints: when due."""
+        """Flush policy, rolled-segment fsync, retention, producer expiry, checkpoints: when due.
+
+        A task that fails on a disk error (a full disk) is logged and retried at
+        its next interval; the others still run.
+        """
         now = self._time_ms() if now_ms is None else now_ms
-        for _, partition_log in self:
-            partition_log.maintain(now)
-        if self._due("retention", RETENTION_CHECK_INTERVAL_MS, now):
-            for _, partition_log in self:
-                partition_log.delete_old_segments()
-        if self._due("producer_expiration", PRODUCER_EXPIRATION_CHECK_INTERVAL_MS, now):
-            for _, partition_log in self:
-                partition_log.remove_expired_producers(now)
-        if self._due("high_watermarks", HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, now):
-            self.checkpoint_high_watermarks()
-        if self._due("recovery_points", RECOVERY_POINT_CHECKPOINT_INTERVAL_MS, now):
-            self.checkpoint_recovery_points()
-        if self._due("log_starts", LOG_START_CHECKPOINT_INTERVAL_MS, now):
-            self.checkpoint_log_start_offsets()
+        for tp, partition_log in self:
+            try:
+                partition_log.maintain(now)
+            except OSError as exc:
+                log.warning("flushing the log of %s-%d failed: %s", *tp, exc)
+        for i, (what, task, interval) in enumerate(self._tasks):
+            if now < self._next_run[i]:
+                continue
+            self._next_run[i] = now + interval
+            try:
+                task(now)
+            except OSError as exc:
+                log.warning("%s failed: %s", what, exc)
         self._deleted = [d for d in self._deleted if d.release_retired(now)]
 
-    def _due(self, task: str, interval_ms: int, now: int) -> bool:
-        if now < self._next_run[task]:
-            return False
-        self._next_run[task] = now + interval_ms
-        return True
+    def _delete_old_segments(self, _now: int) -> None:
+        """Retention of the logs the cleaner does not own (Kafka's ``cleanupLogs``): with a
+        cleaner, compacted logs are its job; without one they keep all their segments."""
+        for tp, partition_log in self:
+            if partition_log.config.compact:
+                continue
+            if self.cleaner is not None and self.cleaner.is_cleaning(tp):
+                continue  # its policy just changed from compact; the round must end first
+            partition_log.delete_old_segments()
+
+    def _remove_expired_producers(self, now: int) -> None:
+        for _, partition_log in self:
+            partition_log.remove_expired_producers(now)
 
     def checkpoint(self) -> None:
         """Write all three offset checkpoints of every log directory now."""
@@ -295,6 +348,8 @@ class LogManager:
         A directory with a log that failed to close gets no marker, so its logs
         are recovered at the next start.
         """
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
         unclean: set[Path] = set()
         for tp, partition_log in self:
             try:
@@ -302,13 +357,20 @@ class LogManager:
             except OSError:
                 log.exception("closing the log of %s-%d failed", *tp)
                 unclean.add(self._dir_of[tp])
-        self.checkpoint()
+        try:
+            self.checkpoint()
+        except OSError:
+            log.exception("writing the offset checkpoints failed")
+            unclean.update(self.log_dirs)
         for deleted in self._deleted:
             deleted.release_descriptors()
         self._deleted = []
         for log_dir in self.log_dirs:
             if log_dir not in unclean:
-                write_clean_shutdown(log_dir, self._broker_epoch)
+                try:
+                    write_clean_shutdown(log_dir, self._broker_epoch)
+                except OSError:
+                    log.exception("writing the clean shutdown marker in %s failed", log_dir)
         self._unlock()
         log.info("log manager closed (%d partition(s))", len(self.logs))
 

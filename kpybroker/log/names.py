@@ -17,6 +17,10 @@ SNAPSHOT_SUFFIX = ".snapshot"
 TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
 TEMP_SUFFIX = ".tmp"
+# Compaction writes a group's replacement as `<base>.log.cleaned` (and indexes), renames
+# it to `.swap` once complete and fsynced, then to its final name (LocalLog.replaceSegments).
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
@@ -24,6 +28,7 @@ PARTITION_METADATA = "partition.metadata"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 META_PROPERTIES = "meta.properties"
 LOCK_FILE = ".lock"
@@ -41,8 +46,10 @@ def filename_prefix(offset: int) -> str:
     return f"{offset:020d}"
 
 
-def segment_file(directory: Path, base_offset: int, suffix: str) -> Path:
-    return directory / (filename_prefix(base_offset) + suffix)
+def segment_file(directory: Path, base_offset: int, suffix: str, temp_suffix: str = "") -> Path:
+    """``<base><suffix>``, e.g. ``00000000000000000042.index``; ``temp_suffix`` appends
+    ``.cleaned``/``.swap``/``.deleted`` as Kafka's ``LogFileUtils`` does."""
+    return directory / (filename_prefix(base_offset) + suffix + temp_suffix)
 
 
 def offset_from_filename(name: str) -> int | None:

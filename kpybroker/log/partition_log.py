@@ -8,8 +8,11 @@ for ``sendfile``. Nothing here fsyncs on the append path unless ``flush.messages
 or ``flush.ms`` asks for it: durability otherwise comes from the periodic flush
 of rolled segments (``maintain``) and from replication, as in Kafka.
 
-Everything is synchronous and single-threaded: the broker calls it from its
-event loop, and writes to the page cache are fast.
+Everything is synchronous and runs on the broker's event loop, and writes to the
+page cache are fast. The one exception is the log cleaner's worker thread,
+which reads sealed segments of a partition being compacted and writes new
+files; every change to the segment list, the swap of compacted segments
+included, still happens here on the loop (see ``log_cleaner``).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import logging
 import os
 import shutil
 import time
-from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -28,14 +31,25 @@ from kpybroker.log.checkpoint import fsync_dir
 from kpybroker.log.config import LogConfig
 from kpybroker.log.leader_epoch import LeaderEpochCache
 from kpybroker.log.metadata_files import read_partition_metadata, write_partition_metadata
-from kpybroker.log.names import delete_dir_name
+from kpybroker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX, delete_dir_name
 from kpybroker.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
+from kpybroker.log.record_validation import check_keys_for_compaction
 from kpybroker.log.recovery import load_log, rebuild_producer_state
-from kpybroker.log.segment import Segment, TimestampOffset
+from kpybroker.log.retention import (
+    SegmentPredicate,
+    deletable_segments,
+    log_start_breached,
+    retention_ms_breached,
+    retention_size_breached,
+)
+from kpybroker.log.segment import Segment, TimestampOffset, remove_segment_files
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import BatchHeader, parse_header, set_log_append_time, stamp_batch
 
 log = logging.getLogger(__name__)
+
+#: DeleteRecords: offset -1 means the high watermark (``DeleteRecordsRequest.HIGH_WATERMARK``).
+DELETE_TO_HIGH_WATERMARK = -1
 
 
 def wall_clock_ms() -> int:
@@ -140,6 +154,9 @@ class PartitionLog:
         self._dir_dirty = False
         self._to_release: list[tuple[int, list[Segment]]] = []
         self.deleted = False
+        #: Called before a truncation rewrites segments in place; the log manager makes it
+        #: abort a compaction round reading them (as Kafka's ``LogManager.truncateTo`` does).
+        self.before_truncation: Callable[[], None] = lambda: None
 
     def __repr__(self) -> str:
         return (
@@ -205,6 +222,8 @@ class PartitionLog:
                 f"The record batch is {header.size} bytes, larger than segment.bytes "
                 f"{config.segment_bytes}",
             )
+        if config.compact:
+            check_keys_for_compaction(batch, self.name, self.log_start_offset)
         idempotent = header.producer_id >= 0
         if idempotent:
             duplicate = self.producer_state.check(header)
@@ -226,11 +245,11 @@ class PartitionLog:
         base_offset = self.log_end_offset
         last_offset = base_offset + header.last_offset_delta
         stamp_batch(batch, 0, base_offset, leader_epoch)
-        self._segment_for(header.size, max_timestamp, last_offset, now).append(
-            batch, last_offset, max_timestamp
-        )
-        self.log_end_offset = last_offset + 1
+        segment = self._segment_for(header.size, max_timestamp, last_offset, now)
+        # As Kafka: the epoch's start is recorded before the batch is written.
         self.epoch_cache.assign(leader_epoch, base_offset)
+        segment.append(batch, last_offset, max_timestamp)
+        self.log_end_offset = last_offset + 1
         if idempotent:
             self.producer_state.update(
                 header._replace(
@@ -281,7 +300,12 @@ class PartitionLog:
         now = self._time_ms()
         old.on_become_inactive()
         self.producer_state.take_snapshot(self.log_end_offset, sync=False)
-        segment = Segment(self.directory, self.log_end_offset, self.config, now, create=True)
+        try:
+            segment = Segment(self.directory, self.log_end_offset, self.config, now, create=True)
+        except OSError:
+            # Half-created files (a full disk) would make every later roll fail.
+            remove_segment_files(self.directory, self.log_end_offset, "")
+            raise
         self.segments.append(segment)
         self._dir_dirty = True
         old.offset_index.unload()
@@ -333,6 +357,20 @@ class PartitionLog:
         """Index of the segment whose range holds ``offset`` (the last base at or below it)."""
         bases = [segment.base_offset for segment in self.segments]
         return max(0, bisect_right(bases, offset) - 1)
+
+    def segments_between(self, start: int, end: int) -> list[Segment]:
+        """Segments holding offsets in ``[start, end)``: from the one at or below ``start`` to
+        the last starting below ``end`` (Kafka's ``logSegments(from, to)``)."""
+        if start >= end:
+            return []
+        bases = [segment.base_offset for segment in self.segments]
+        first = max(0, bisect_right(bases, start) - 1)
+        return self.segments[first : bisect_left(bases, end)]
+
+    def non_active_segments_from(self, start: int) -> list[Segment]:
+        """Segments from the one holding ``start`` up to, not including, the active one."""
+        active_base = self.active_segment.base_offset
+        return [] if start > active_base else self.segments_between(start, active_base)
 
     def _position_limit(self, i: int, max_offset: int) -> int:
         """Where in segment ``i`` the batches reaching ``max_offset`` begin (else its size)."""
@@ -390,8 +428,30 @@ class PartitionLog:
 
     # -- removing data ----------------------------------------------------------
 
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords on the leader (Kafka's ``Partition.deleteRecordsOnLeader``).
+
+        -1 means the high watermark. Returns the new log start offset (the
+        partition's low watermark). POLICY_VIOLATION unless cleanup.policy
+        contains ``delete``; a negative offset or one past the high watermark is
+        OFFSET_OUT_OF_RANGE.
+        """
+        if not self.config.deletes:
+            raise KafkaError(
+                ErrorCode.POLICY_VIOLATION,
+                f"Records of partition {self.name} can not be deleted due to the configured policy",
+            )
+        target = self.high_watermark if offset == DELETE_TO_HIGH_WATERMARK else offset
+        if target < 0:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"The offset {target} for partition {self.name} is not valid",
+            )
+        self.increment_log_start_offset(target)
+        return self.log_start_offset
+
     def increment_log_start_offset(self, offset: int) -> None:
-        """DeleteRecords: records below ``offset`` become unreadable (segments go at the next
+        """Records below ``offset`` become unreadable (whole segments below it go at the next
         ``delete_old_segments``). Past the high watermark is OFFSET_OUT_OF_RANGE."""
         if offset > self.high_watermark:
             raise KafkaError(
@@ -402,65 +462,76 @@ class PartitionLog:
         if offset > self.log_start_offset:
             self.log_start_offset = offset
             self.epoch_cache.truncate_from_start(offset)
+            log.info("%s: incremented the log start offset to %d", self.name, offset)
 
     def delete_old_segments(self) -> int:
         """Apply retention (Kafka's ``deleteOldSegments``); returns the number of segments deleted.
 
         Segments wholly below the log start offset always go; with
-        ``cleanup.policy=delete`` so do those older than ``retention.ms`` and the
-        oldest ones beyond ``retention.bytes``. Only segments wholly below the
-        high watermark are eligible.
+        ``cleanup.policy=delete`` so do the oldest ones beyond ``retention.bytes``
+        and those older than ``retention.ms`` (see ``retention``).
         """
-        now = self._time_ms()
-        deleted = self._delete_segments_while(
-            lambda _s, next_base: next_base <= self.log_start_offset
+        deleted = self._delete_matching(
+            log_start_breached(self.log_start_offset), "below the log start offset"
         )
         config = self.config
-        if config.deletes and config.retention_ms >= 0:
-            deleted += self._delete_segments_while(
-                lambda s, _n: now - s.largest_timestamp > config.retention_ms
+        if config.deletes:
+            deleted += self._delete_matching(
+                retention_size_breached(config, self.size), "retention.bytes breached"
             )
-        if config.deletes and config.retention_bytes >= 0:
-            excess = self.size - config.retention_bytes
-
-            def over_size(segment: Segment, _next_base: int) -> bool:
-                nonlocal excess
-                if excess < segment.size:
-                    return False
-                excess -= segment.size
-                return True
-
-            deleted += self._delete_segments_while(over_size)
+            deleted += self._delete_matching(
+                retention_ms_breached(config, self._time_ms()), "retention.ms breached"
+            )
         return deleted
 
-    def _delete_segments_while(self, predicate: Callable[[Segment, int], bool]) -> int:
-        doomed = []
-        for i, segment in enumerate(self.segments):
-            is_active = i + 1 == len(self.segments)
-            next_base = self.log_end_offset if is_active else self.segments[i + 1].base_offset
-            if next_base > self.high_watermark or (is_active and segment.size == 0):
-                break
-            if not predicate(segment, next_base):
-                break
-            doomed.append(segment)
+    def _delete_matching(self, predicate: SegmentPredicate | None, reason: str) -> int:
+        if predicate is None:
+            return 0
+        doomed = deletable_segments(
+            self.segments, predicate, self.high_watermark, self.log_end_offset
+        )
         if not doomed:
             return 0
         if len(doomed) == len(self.segments):
             self.roll()
         del self.segments[: len(doomed)]
+        self._retire(doomed)
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         self.epoch_cache.truncate_from_start(self.log_start_offset)
         self.producer_state.delete_snapshots(
             o for o in self.producer_state.snapshot_offsets() if o >= self.log_start_offset
         )
-        self._retire(doomed)
         log.info(
-            "%s: deleted %d segment(s), log start offset now %d",
+            "%s: deleted %d segment(s) (%s), log start offset now %d",
             self.name,
             len(doomed),
+            reason,
             self.log_start_offset,
         )
         return len(doomed)
+
+    def replace_segments(self, cleaned: Segment, old: Sequence[Segment]) -> None:
+        """Swap a compacted segment (files ``<base>.*.cleaned``, fsynced) in for ``old``.
+
+        The crash-safe order of Kafka's ``LocalLog.replaceSegments``: the cleaned
+        files become ``.swap`` (from then on recovery completes the swap), the old
+        segments' files are deleted, the ``.swap`` files take their final names,
+        and the directory is fsynced. Old descriptors stay open for
+        ``file.delete.delay.ms`` for reads in flight, as after retention.
+        """
+        first = self.segments.index(old[0])
+        if self.segments[first : first + len(old)] != list(old):
+            raise ValueError(f"{self.name}: segments to replace are not contiguous in the log")
+        cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+        self.segments[first : first + len(old)] = [cleaned]
+        self._retire(old)
+        cleaned.change_file_suffixes(SWAP_SUFFIX, "")
+        fsync_dir(self.directory)
+        self._dir_dirty = False
+        gone = {segment.base_offset for segment in old[1:]}
+        self.producer_state.delete_snapshots(
+            o for o in self.producer_state.snapshot_offsets() if o not in gone
+        )
 
     def truncate_to(self, offset: int) -> bool:
         """Remove every batch at or after ``offset`` (a follower diverging from its leader).
@@ -473,6 +544,7 @@ class PartitionLog:
         if offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return True
+        self.before_truncation()
         now = self._time_ms()
         keep = self._segment_index(offset) + 1
         doomed = self.segments[keep:]
@@ -486,6 +558,7 @@ class PartitionLog:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop the whole log and continue at ``offset`` (a follower far behind its leader)."""
+        self.before_truncation()
         now = self._time_ms()
         self._retire(self.segments)
         self.segments = [Segment(self.directory, offset, self.config, now, create=True)]

@@ -204,6 +204,18 @@ class ProducerStateManager:
                 )
             )
 
+    def last_records(self) -> dict[int, tuple[int, int]]:
+        """Each producer's last data offset (-1 when it has none) and epoch.
+
+        Compaction keeps the batch at that offset, even emptied, so that a
+        restarted broker still knows the producer's last sequence (Kafka's
+        ``lastRecordsOfActiveProducers``).
+        """
+        return {
+            pid: (entry.batches[-1].last_offset if entry.batches else -1, entry.producer_epoch)
+            for pid, entry in self.producers.items()
+        }
+
     def remove_expired(self, now_ms: int) -> None:
         """Forget producers idle for ``producer.id.expiration.ms`` (bounds memory, as Kafka)."""
         expired = [pid for pid, entry in self.producers.items() if self._is_expired(entry, now_ms)]

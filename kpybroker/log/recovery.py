@@ -1,5 +1,11 @@
 """Opening a partition directory, and crash recovery (Kafka's ``LogLoader``), in one place.
 
+First, what an interrupted operation left is resolved, in Kafka's order:
+``.deleted`` and ``.cleaned`` files go (a deletion already decided; a compacted
+copy not yet complete), and a ``.swap`` segment (a compacted copy that was
+complete and fsynced) replaces every segment file it covers, then takes its
+final name. So a compaction interrupted at any point loses nothing.
+
 After a clean shutdown the segments are trusted: only the last one is scanned
 (from its last index entry) to find the log end offset. Otherwise every segment
 from the one holding the recovery point onwards is read in full, each batch is
@@ -21,24 +27,25 @@ from kpybroker.log.checkpoint import fsync_dir
 from kpybroker.log.config import LogConfig
 from kpybroker.log.leader_epoch import LeaderEpochCache
 from kpybroker.log.names import (
+    CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    SWAP_SUFFIX,
     TEMP_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     offset_from_filename,
 )
 from kpybroker.log.producer_state import ProducerStateManager
-from kpybroker.log.segment import Segment
+from kpybroker.log.segment import Segment, read_next_offset
 from kpybroker.protocol.records import BatchHeader
 
 log = logging.getLogger(__name__)
 
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-# Left behind by an interrupted write, delete or compaction: never part of the log.
-# (Kafka's ``.swap`` files may hold the only copy of compacted data; they are left alone.)
-_LEFTOVER_SUFFIXES = (TEMP_SUFFIX, DELETED_SUFFIX, ".cleaned")
+# Left behind by an interrupted write or delete: never part of the log.
+_LEFTOVER_SUFFIXES = (TEMP_SUFFIX, DELETED_SUFFIX)
 
 
 @dataclass
@@ -61,7 +68,8 @@ def load_log(
 ) -> LoadedLog:
     """Open (and if needed recover) the segments of one partition directory."""
     started = time.monotonic()
-    _remove_leftovers(directory)
+    _complete_swaps(directory, _remove_temp_files_and_collect_swaps(directory))
+    _remove_orphan_indexes(directory)
     names = (path.name for path in directory.glob("*" + LOG_SUFFIX))
     bases = sorted(o for o in map(offset_from_filename, names) if o is not None)
     segments = [Segment(directory, base, config, now_ms) for base in bases]
@@ -121,14 +129,89 @@ def load_log(
     return LoadedLog(segments, log_start_offset, log_end_offset, recovery_point)
 
 
-def _remove_leftovers(directory: Path) -> None:
-    """Delete temp and pending-delete files, and index files whose ``.log`` is gone."""
+def _remove_temp_files_and_collect_swaps(directory: Path) -> list[Path]:
+    """Delete temp, ``.deleted`` and ``.cleaned`` files; return the ``.swap`` files to complete.
+
+    As Kafka's ``removeTempFilesAndCollectSwapFiles``, a ``.swap`` file at or
+    above the lowest ``.cleaned`` offset belongs to an unfinished operation and
+    goes too.
+    """
+    cleaned, swaps = [], []
+    for path in directory.iterdir():
+        name = path.name
+        if name.endswith(_LEFTOVER_SUFFIXES):
+            log.info("removing leftover file %s", path)
+            path.unlink(missing_ok=True)
+        elif name.endswith(CLEANED_SUFFIX):
+            cleaned.append(path)
+        elif name.endswith(SWAP_SUFFIX) and offset_from_filename(name) is not None:
+            swaps.append(path)
+    min_cleaned = min(
+        (o for p in cleaned if (o := offset_from_filename(p.name)) is not None), default=None
+    )
+    valid_swaps = []
+    for path in swaps:
+        if min_cleaned is not None and _file_offset(path) >= min_cleaned:
+            log.info("removing %s, part of an unfinished compaction", path)
+            path.unlink(missing_ok=True)
+        else:
+            valid_swaps.append(path)
+    for path in cleaned:
+        log.info("removing %s, an unfinished compaction's output", path)
+        path.unlink(missing_ok=True)
+    return valid_swaps
+
+
+def _complete_swaps(directory: Path, swaps: list[Path]) -> None:
+    """Finish swaps a crash interrupted (Kafka's ``LogLoader.load`` passes 2 and 3).
+
+    A ``.log.swap`` covers offsets from its base to its next offset: every other
+    file in that range belongs to a segment it replaced and is deleted, then the
+    swap takes its final name. Its index files are dropped instead of renamed:
+    they may be missing or half renamed, and are rebuilt from the ``.log``.
+    """
+    ranges = []
+    for path in swaps:
+        if path.name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+            base = _file_offset(path)
+            log.info(
+                "found log file %s from an interrupted swap operation, which is recoverable "
+                "from .swap files by renaming",
+                path,
+            )
+            # An empty swap covers at least its base: the replaced segment's files there go.
+            ranges.append((base, max(read_next_offset(path, base), base + 1)))
+    if not ranges:
+        return
+    low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    for path in directory.iterdir():
+        offset = offset_from_filename(path.name)
+        if not path.name.endswith(SWAP_SUFFIX) and offset is not None and low <= offset < high:
+            log.info("deleting %s, compacted but not yet deleted", path)
+            path.unlink()
+    for path in swaps:
+        if path.name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+            log.info("recovering %s by renaming it from its .swap name", path)
+            path.rename(path.with_name(path.name.removesuffix(SWAP_SUFFIX)))
+        else:
+            path.unlink()
+    fsync_dir(directory)
+
+
+def _file_offset(path: Path) -> int:
+    """The base offset a segment file is named after (checked to parse when collected)."""
+    offset = offset_from_filename(path.name)
+    assert offset is not None
+    return offset
+
+
+def _remove_orphan_indexes(directory: Path) -> None:
+    """Delete index files whose ``.log`` is gone (Kafka's ``loadSegmentFiles`` does too)."""
     logs = {p.name.split(".", 1)[0] for p in directory.glob("*" + LOG_SUFFIX)}
     for path in directory.iterdir():
         name = path.name
-        orphan_index = name.endswith(_INDEX_SUFFIXES) and name.split(".", 1)[0] not in logs
-        if orphan_index or name.endswith(_LEFTOVER_SUFFIXES):
-            log.info("removing leftover file %s", path)
+        if name.endswith(_INDEX_SUFFIXES) and name.split(".", 1)[0] not in logs:
+            log.info("removing orphan index file %s", path)
             path.unlink(missing_ok=True)
 
 

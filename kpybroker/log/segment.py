@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from kpybroker.log.config import LogConfig
+from kpybroker.log.config import LONG_MAX, LogConfig
 from kpybroker.log.index import CorruptIndexError, OffsetIndex
 from kpybroker.log.names import (
     INDEX_SUFFIX,
@@ -47,6 +47,43 @@ _HEADER_SCAN_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 4 * 1024 * 1024
 
 
+def walk_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
+    """``(position, header)`` of each whole batch in ``fd`` from ``start`` (a boundary) to
+    ``end``, reading headers in chunks; a partial batch at the end is not yielded."""
+    chunk = b""
+    chunk_start = position = start
+    while end - position >= BATCH_HEADER_SIZE:
+        rel = position - chunk_start
+        if rel + BATCH_HEADER_SIZE > len(chunk):
+            chunk = os.pread(fd, min(_HEADER_SCAN_CHUNK, end - position), position)
+            chunk_start, rel = position, 0
+        header = parse_header(chunk, rel)
+        if position + header.size > end:
+            return
+        yield position, header
+        position += header.size
+
+
+def read_next_offset(path: Path, base_offset: int) -> int:
+    """The offset after the last whole batch of a ``.log`` file (``base_offset`` when empty),
+    read without opening it as a segment (no index files are touched)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        next_offset = base_offset
+        for _, header in walk_headers(fd, 0, os.fstat(fd).st_size):
+            next_offset = header.last_offset + 1
+        return next_offset
+    finally:
+        os.close(fd)
+
+
+def remove_segment_files(directory: Path, base_offset: int, file_suffix: str) -> None:
+    """Unlink whatever files of segment ``base_offset`` carry ``file_suffix`` (``.cleaned``
+    leftovers of an aborted compaction)."""
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+        segment_file(directory, base_offset, suffix, file_suffix).unlink(missing_ok=True)
+
+
 class TimestampOffset(NamedTuple):
     """A record's timestamp and offset, as ListOffsets returns them."""
 
@@ -65,11 +102,17 @@ class Segment:
         now_ms: int,
         *,
         create: bool = False,
+        file_suffix: str = "",
     ) -> None:
+        """Open (or with ``create``, create) the segment at ``base_offset``.
+
+        ``file_suffix`` names a segment under construction or being swapped in by
+        compaction (``.cleaned``, ``.swap``); see ``change_file_suffixes``.
+        """
         self.base_offset = base_offset
-        self.log_path = segment_file(directory, base_offset, LOG_SUFFIX)
-        index_path = segment_file(directory, base_offset, INDEX_SUFFIX)
-        time_index_path = segment_file(directory, base_offset, TIME_INDEX_SUFFIX)
+        self.log_path = segment_file(directory, base_offset, LOG_SUFFIX, file_suffix)
+        index_path = segment_file(directory, base_offset, INDEX_SUFFIX, file_suffix)
+        time_index_path = segment_file(directory, base_offset, TIME_INDEX_SUFFIX, file_suffix)
         self.indexes_missing = not create and not (index_path.exists() and time_index_path.exists())
         flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
         self.fd = os.open(self.log_path, flags, 0o644)
@@ -97,21 +140,25 @@ class Segment:
     ) -> None:
         """Write one batch (offsets already stamped) and index it if an index interval has passed.
 
-        A failed write (disk full, I/O error) cuts the file back to where it was,
-        so the segment never keeps a torn batch, and re-raises the ``OSError``.
+        A failed write of the batch or of its index entries (disk full, I/O
+        error) cuts the files back to where they were, so the segment never keeps
+        a torn batch or an entry for a batch it does not have, and re-raises the
+        ``OSError``.
         """
         position = self.size
         view = memoryview(batch)
         try:
             while view:
                 view = view[os.write(self.fd, view) :]
+            self._index_batch(position, len(batch), last_offset, max_timestamp)
         except OSError:
             os.ftruncate(self.fd, position)
+            self.offset_index.truncate_to(last_offset)
+            self.time_index.truncate_to(last_offset)
             raise
         if position == 0:
             self._first_batch_timestamp = max_timestamp
         self.size += len(batch)
-        self._index_batch(position, len(batch), last_offset, max_timestamp)
 
     def _index_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         """Kafka's sparse indexing rule, shared by append and rebuild so both give the same entries.
@@ -119,14 +166,22 @@ class Segment:
         An entry for this batch (its last offset, its start position) is added
         when more than ``index.interval.bytes`` were written since the last
         entry's batch started; the time index then gets the max timestamp so far.
+        A full index takes no more entries (only a segment written with a larger
+        ``segment.index.bytes``, or compacted, can get there: the active segment
+        rolls first). The in-memory state changes only once the entries are written.
         """
-        if max_timestamp > self.max_timestamp_so_far.timestamp:
-            self._max_timestamp = TimestampOffset(max_timestamp, last_offset)
-        if self._bytes_since_index_entry > self.index_interval_bytes:
-            self.offset_index.append(last_offset, position)
-            self.time_index.maybe_append(*self.max_timestamp_so_far)
-            self._bytes_since_index_entry = 0
-        self._bytes_since_index_entry += size
+        largest = self.max_timestamp_so_far
+        if max_timestamp > largest.timestamp:
+            largest = TimestampOffset(max_timestamp, last_offset)
+        since_entry = self._bytes_since_index_entry
+        if since_entry > self.index_interval_bytes:
+            if not self.offset_index.is_full():
+                self.offset_index.append(last_offset, position)
+            if not self.time_index.is_full():
+                self.time_index.maybe_append(*largest)
+            since_entry = 0
+        self._max_timestamp = largest
+        self._bytes_since_index_entry = since_entry + size
 
     @property
     def max_timestamp_so_far(self) -> TimestampOffset:
@@ -139,7 +194,29 @@ class Segment:
     def largest_timestamp(self) -> int:
         """For retention.ms: the max timestamp, or the file's mtime when no batch carries one."""
         timestamp = self.max_timestamp_so_far.timestamp
-        return timestamp if timestamp >= 0 else os.fstat(self.fd).st_mtime_ns // 1_000_000
+        return timestamp if timestamp >= 0 else self.last_modified_ms
+
+    @property
+    def last_modified_ms(self) -> int:
+        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+
+    def set_last_modified(self, ms: int) -> None:
+        """Give the ``.log`` file this mtime (a compacted segment keeps its source's)."""
+        ns = ms * 1_000_000
+        os.utime(self.log_path, ns=(ns, ns))
+
+    @property
+    def rolling_based_timestamp(self) -> int | None:
+        """The first batch's max timestamp (Kafka's ``rollingBasedTimestamp``), None when empty."""
+        if self._first_batch_timestamp is None and self.size:
+            self._first_batch_timestamp = self.read_header(0).max_timestamp
+        return self._first_batch_timestamp
+
+    @property
+    def first_batch_timestamp(self) -> int:
+        """For max.compaction.lag.ms: the first batch's timestamp, LONG_MAX when there is none."""
+        timestamp = self.rolling_based_timestamp
+        return timestamp if timestamp is not None and timestamp >= 0 else LONG_MAX
 
     def should_roll(
         self, config: LogConfig, batch_size: int, max_timestamp: int, last_offset: int, now_ms: int
@@ -147,7 +224,7 @@ class Segment:
         """``LogSegment.shouldRoll``: full by size, old by time, index full, or offset overflow."""
         reached_roll_ms = (
             self.time_waited_for_roll(now_ms, max_timestamp)
-            > config.segment_ms - self.roll_jitter_ms
+            > config.max_segment_ms - self.roll_jitter_ms
         )
         return (
             self.size > config.segment_bytes - batch_size
@@ -159,9 +236,7 @@ class Segment:
 
     def time_waited_for_roll(self, now_ms: int, batch_timestamp: int) -> int:
         """Age for segment.ms: by record time when the first batch has one, else by wall clock."""
-        if self._first_batch_timestamp is None and self.size:
-            self._first_batch_timestamp = self.read_header(0).max_timestamp
-        first = self._first_batch_timestamp
+        first = self.rolling_based_timestamp
         if first is not None and first >= 0:
             return batch_timestamp - first
         return now_ms - self.created_ms
@@ -179,19 +254,28 @@ class Segment:
 
     def headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
         """``(position, header)`` of each whole batch from ``start`` (a boundary) to ``end``."""
-        end = self.size if end is None else end
+        return walk_headers(self.fd, start, self.size if end is None else end)
+
+    def batches(
+        self, start: int = 0, chunk_size: int = _RECOVERY_CHUNK
+    ) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+        """Each batch from ``start`` to the end with its bytes, reading ``chunk_size`` at a time.
+
+        The header is parsed (CorruptRecordError if it cannot be) but nothing else
+        is checked: a batch that runs past the end of the file comes with the
+        bytes that are there, for the caller to reject.
+        """
         chunk = b""
-        chunk_start = start
-        position = start
-        while end - position >= BATCH_HEADER_SIZE:
+        chunk_start = position = start
+        while position < self.size:
             rel = position - chunk_start
             if rel + BATCH_HEADER_SIZE > len(chunk):
-                chunk = os.pread(self.fd, min(_HEADER_SCAN_CHUNK, end - position), position)
-                chunk_start, rel = position, 0
+                chunk, chunk_start, rel = os.pread(self.fd, chunk_size, position), position, 0
             header = parse_header(chunk, rel)
-            if position + header.size > end:
-                return
-            yield position, header
+            if rel + header.size > len(chunk):
+                chunk = os.pread(self.fd, max(chunk_size, header.size), position)
+                chunk_start, rel = position, 0
+            yield position, header, memoryview(chunk)[rel : rel + header.size]
             position += header.size
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
@@ -294,7 +378,14 @@ class Segment:
                 valid = position + header.size
                 next_offset = header.last_offset + 1
         except KafkaError as exc:
-            log.warning("invalid batch in %s at byte %d: %s", self.log_path, valid, exc.message)
+            log.warning(
+                "invalid batch in %s at byte %d (%s): truncating the segment from %d to %d bytes",
+                self.log_path,
+                valid,
+                exc.message,
+                self.size,
+                valid,
+            )
         truncated = self.size - valid
         if truncated:
             self._truncate_file(valid)
@@ -303,19 +394,8 @@ class Segment:
 
     def _validated_batches(self) -> Iterator[tuple[int, BatchHeader]]:
         """Every batch from the start, CRC-checked, reading the file in large chunks."""
-        chunk = b""
-        chunk_start = 0
-        position = 0
-        while position < self.size:
-            rel = position - chunk_start
-            if rel + BATCH_HEADER_SIZE > len(chunk):
-                chunk, chunk_start, rel = os.pread(self.fd, _RECOVERY_CHUNK, position), position, 0
-            header = parse_header(chunk, rel)
-            if rel + header.size > len(chunk):
-                chunk = os.pread(self.fd, max(_RECOVERY_CHUNK, header.size), position)
-                chunk_start, rel = position, 0
-            yield position, validate_batch(chunk, rel, from_client=False)
-            position += header.size
+        for position, _, data in self.batches():
+            yield position, validate_batch(data, from_client=False)
 
     def rebuild_indexes(self) -> None:
         """Rebuild both indexes from trusted batch headers (a lost or damaged index file)."""
@@ -363,7 +443,9 @@ class Segment:
     # -- durability and lifetime -------------------------------------------
 
     def flush(self) -> None:
-        os.fsync(self.fd)
+        """Make the batches durable: fdatasync (data and size; the mtime can wait), then the
+        indexes if they changed."""
+        os.fdatasync(self.fd)
         self.offset_index.flush()
         self.time_index.flush()
 
@@ -376,6 +458,23 @@ class Segment:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+    def change_file_suffixes(self, old: str, new: str) -> None:
+        """Rename the ``.log`` and both indexes from suffix ``old`` to ``new`` (Kafka's method).
+
+        The log file goes first: recovery decides by the ``.log`` name alone, and
+        rebuilds indexes it cannot trust.
+        """
+        for path, rename in (
+            (self.log_path, self._rename_log),
+            (self.offset_index.path, self.offset_index.rename),
+            (self.time_index.path, self.time_index.rename),
+        ):
+            rename(path.with_name(path.name.removesuffix(old) + new))
+
+    def _rename_log(self, path: Path) -> None:
+        os.replace(self.log_path, path)
+        self.log_path = path
 
     def delete_files(self) -> None:
         """Unlink the segment's files; the descriptor stays readable until ``release``."""

@@ -733,18 +733,33 @@ class ClusterMetadata:
         except NodeExistsError:
             raise TopicExistsError(name) from None
         await self._ensure_node(join_path(path, "partitions"))
-        live = {int(broker) for broker in self._brokers.items}
-        epoch = await self._controller_epoch()
-        writes = []
-        for partition, replicas in replica_assignment.items():
-            isr = tuple(broker for broker in replicas if broker in live)
-            if isr:
-                state = PartitionState(isr[0], 0, isr, epoch)
-                writes.append(self._create_state(name, partition, _encode_state(state)))
-        await asyncio.gather(*writes)
+        await self._create_states(name, replica_assignment)
         await asyncio.gather(self._topic_nodes.refresh(name), self._topic_configs.refresh(name))
         await self._refresher.request(self._load_partition_states, name, False)
         return topic_id
+
+    async def add_partitions(self, name: str, new_partitions: Mapping[int, Sequence[int]]) -> None:
+        """Add partitions to a topic: the assignment first, then their states, as
+        ``create_topic`` writes them. Raises ``UnknownTopicError``, and
+        ``PartitionStateConflictError`` when the topic's assignment changed meanwhile."""
+        validate_topic_name(name)
+        path = topic_path(name)
+        try:
+            data, stat = await self.store.get(path)
+        except NoNodeError:
+            raise UnknownTopicError(name) from None
+        node = _decode_topic(name, data, stat)
+        if node.replicas.keys() & new_partitions.keys():
+            raise PartitionStateConflictError(name, min(new_partitions), stat.version)
+        assignment = {**node.replicas, **new_partitions}
+        _validate_assignment(assignment)
+        try:
+            await self.store.set(path, _encode_topic(node.topic_id, assignment), stat.version)
+        except (BadVersionError, NoNodeError) as exc:
+            raise PartitionStateConflictError(name, min(new_partitions), stat.version) from exc
+        await self._create_states(name, new_partitions)
+        await self._topic_nodes.refresh(name)
+        await self._refresher.request(self._load_partition_states, name, False)
 
     async def delete_topic(self, name: str) -> None:
         """Delete the topic's znodes (assignment, partition states, config)."""
@@ -816,6 +831,19 @@ class ClusterMetadata:
             with suppress(NodeExistsError):
                 await self.store.create(path, data)
                 return
+
+    async def _create_states(self, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
+        """New partitions' states: leader = first live replica, ISR = live replicas;
+        partitions with no live replica get no state, as with Kafka's controller."""
+        live = {int(broker) for broker in self._brokers.items}
+        epoch = await self._controller_epoch()
+        writes = []
+        for partition, replicas in assignment.items():
+            isr = tuple(broker for broker in replicas if broker in live)
+            if isr:
+                state = PartitionState(isr[0], 0, isr, epoch)
+                writes.append(self._create_state(topic, partition, _encode_state(state)))
+        await asyncio.gather(*writes)
 
     async def _create_state(self, topic: str, partition: int, data: bytes) -> None:
         """Create a state znode with its missing parents, but never the topic node:

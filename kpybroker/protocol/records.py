@@ -55,6 +55,9 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40
+# Attribute bits a compacted copy of a batch keeps from the original (the codec included).
+_KEPT_ATTRIBUTES = COMPRESSION_MASK | TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK
 MAX_CODEC = 4
 
 CREATE_TIME = 0
@@ -127,6 +130,16 @@ class BatchHeader(NamedTuple):
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When compaction may drop this batch's tombstones (KIP-534), else None.
+
+        The log cleaner sets attribute bit 6 and stores the horizon as baseTimestamp
+        the first time it keeps a tombstone; record timestamps stay exact because
+        their deltas are relative to that base.
+        """
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None
 
 
 class Record(NamedTuple):
@@ -384,6 +397,48 @@ def iter_records(batch_bytes: Buffer) -> Iterator[Record]:
     and InvalidRecordError for malformed records or a record count that does not
     match the records present, as Kafka's DefaultRecordBatch iterator does.
     """
+    header, data = _records_section(batch_bytes)
+    yield from _decode_records(data, header)
+
+
+class RecordKey(NamedTuple):
+    """What log compaction needs of a record: its offset, its key, whether it has a value."""
+
+    offset: int
+    key: bytes | None
+    has_value: bool
+
+
+def iter_record_keys(batch_bytes: Buffer) -> Iterator[RecordKey]:
+    """The offset, key and value presence of each record, without decoding values or headers.
+
+    Compaction and the compacted-topic key check look at every record but need
+    no more than this, and skipping the rest (each record's length says where it
+    ends) makes them several times cheaper than :func:`iter_records`. Raises as
+    :func:`iter_records` does for what it reads.
+    """
+    header, data = _records_section(batch_bytes)
+    end = len(data)
+    pos = 0
+    for _ in range(header.record_count):
+        length, pos = _read_varint(data, pos, end)
+        if length < 1 or length > end - pos:
+            raise InvalidRecordError(f"record length {length} does not fit the batch")
+        record_end = pos + length
+        _, pos = _read_varint(data, pos + 1, record_end)  # after attributes: timestamp delta
+        offset_delta, pos = _read_varint(data, pos, record_end)
+        key, pos = _read_bytes(data, pos, record_end)
+        value_length, _ = _read_varint(data, pos, record_end)
+        yield RecordKey(header.base_offset + offset_delta, key, value_length >= 0)
+        pos = record_end
+    if pos != end:
+        raise InvalidRecordError(
+            f"{end - pos} bytes left after the declared {header.record_count} records"
+        )
+
+
+def _records_section(batch_bytes: Buffer) -> tuple[BatchHeader, Buffer]:
+    """The batch's header and its records section, decompressed."""
     header = parse_header(batch_bytes)
     end = header.size
     if end > len(batch_bytes):
@@ -393,17 +448,15 @@ def iter_records(batch_bytes: Buffer) -> Iterator[Record]:
     codec = header.compression
     payload = memoryview(batch_bytes)[BATCH_HEADER_SIZE:end]
     if codec == 0:
-        yield from _decode_records(payload, header)
-        return
+        return header, payload
     if codec > MAX_CODEC:
         raise InvalidRecordError(f"unknown compression codec {codec}")
     try:
-        data = decompress(codec, payload)
+        return header, decompress(codec, payload)
     except CompressionError as exc:
         raise CorruptRecordError(str(exc)) from exc
     finally:
         payload.release()
-    yield from _decode_records(data, header)
 
 
 _SMALL_VARINTS = [bytes([((n << 1) ^ (n >> 63)) & 0xFF]) for n in range(-64, 64)]
@@ -426,7 +479,7 @@ _NULL = _varint(-1)
 
 
 def _encode_record(
-    out: bytearray, offset_delta: int, timestamp_delta: int, record: NewRecord
+    out: bytearray, offset_delta: int, timestamp_delta: int, record: NewRecord | Record
 ) -> None:
     body = bytearray(b"\x00")  # record attributes, always 0 in v2
     body += _varint(timestamp_delta)
@@ -490,7 +543,6 @@ def build_batch(
         count += 1
     if count == 0:
         raise ValueError("a record batch needs at least one record")
-    payload = compress_records(compression, body) if compression else body
     attributes = compression
     if log_append_time is not None:
         attributes |= TIMESTAMP_TYPE_MASK
@@ -499,24 +551,89 @@ def build_batch(
         attributes |= TRANSACTIONAL_MASK
     if control:
         attributes |= CONTROL_MASK
+    return _assemble(
+        compress_records(compression, body) if compression else body,
+        BatchHeader(
+            base_offset=base_offset,
+            batch_length=0,
+            partition_leader_epoch=partition_leader_epoch,
+            magic=MAGIC,
+            crc=0,
+            attributes=attributes,
+            last_offset_delta=count - 1,
+            base_timestamp=base_timestamp,
+            max_timestamp=max_timestamp,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            record_count=count,
+        ),
+    )
+
+
+def build_retained_batch(
+    original: BatchHeader, records: Sequence[Record], delete_horizon_ms: int | None = None
+) -> bytes:
+    """The batch ``original`` with only ``records`` left in it, as log compaction writes it.
+
+    Kafka's ``MemoryRecords.buildRetainedRecordsInto``: the base offset and
+    lastOffsetDelta stay (so the producer's last sequence survives), each record
+    keeps its offset (the deltas now have holes) and timestamp, and the codec,
+    timestamp type, producer fields, leader epoch and flags are the original's.
+    ``delete_horizon_ms`` sets the delete-horizon bit and becomes baseTimestamp.
+    Raises ValueError for no records (see :func:`build_empty_batch`).
+    """
+    if not records:
+        raise ValueError("a retained batch needs at least one record")
+    base_timestamp = records[0].timestamp if delete_horizon_ms is None else delete_horizon_ms
+    body = bytearray()
+    for record in records:
+        _encode_record(
+            body, record.offset - original.base_offset, record.timestamp - base_timestamp, record
+        )
+    if original.timestamp_type == LOG_APPEND_TIME:
+        max_timestamp = original.max_timestamp
+    else:
+        max_timestamp = max(record.timestamp for record in records)
+    attributes = original.attributes & _KEPT_ATTRIBUTES
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_MASK
+    codec = original.compression
+    return _assemble(
+        compress_records(codec, body) if codec else body,
+        original._replace(
+            attributes=attributes,
+            base_timestamp=base_timestamp,
+            max_timestamp=max_timestamp,
+            record_count=len(records),
+        ),
+    )
+
+
+def build_empty_batch(original: BatchHeader) -> bytes:
+    """A record-less copy of ``original``'s header (Kafka's ``writeEmptyHeader``).
+
+    Compaction keeps it where every record went but the batch still matters: the
+    last batch of an active idempotent producer (its sequence) and the last batch
+    of a cleaning round (the offset it ends at).
+    """
+    return _assemble(
+        b"",
+        original._replace(
+            attributes=original.attributes & _KEPT_ATTRIBUTES & ~COMPRESSION_MASK,
+            base_timestamp=-1,
+            record_count=0,
+        ),
+    )
+
+
+def _assemble(payload: Buffer, header: BatchHeader) -> bytes:
+    """``header`` + ``payload`` (the records section, compressed or not) as a batch; the
+    header's length, magic and CRC are computed, whatever ``header`` says."""
     batch = bytearray(BATCH_HEADER_SIZE)
     batch += payload
     _HEADER.pack_into(
-        batch,
-        0,
-        base_offset,
-        len(batch) - BATCH_OVERHEAD,
-        partition_leader_epoch,
-        MAGIC,
-        0,
-        attributes,
-        count - 1,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        count,
+        batch, 0, *header._replace(batch_length=len(batch) - BATCH_OVERHEAD, magic=MAGIC, crc=0)
     )
     _UINT32.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
     return bytes(batch)

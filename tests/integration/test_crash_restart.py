@@ -93,3 +93,22 @@ def test_acknowledged_records_survive_sigkill(broker: ManagedBroker, idempotent:
     # A clean restart leaves the log exactly as it was.
     broker.restart()
     assert read_log(broker) == consumed
+
+
+@pytest.mark.timeout(120)
+def test_records_acknowledged_just_before_a_crash_are_readable_at_once(
+    broker: ManagedBroker,
+) -> None:
+    """The high watermark is checkpointed every few seconds; after a crash the
+    leader must raise it to the log end, or the last acknowledged records stay
+    invisible until the next produce."""
+    ConfluentClient().create_topic(broker.bootstrap, TOPIC, 1)
+    producer = Producer(ConfluentClient.producer_config(broker.bootstrap, idempotent=True))
+    report = DeliveryReport()
+    for record in make_records(500, 1):
+        confluent_produce(producer, TOPIC, record, report)
+    wait_for_acks(producer, report, 500, timeout=30)
+    assert not report.errors
+    broker.kill()  # well within the 5 s high-watermark checkpoint interval
+    broker.start()
+    assert confluent_end_offsets(broker.bootstrap, TOPIC, 1) == {0: 500}

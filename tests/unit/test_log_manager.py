@@ -3,7 +3,8 @@
 import pytest
 
 from kpybroker.log import LogConfig, LogManager
-from kpybroker.log.log_manager import HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, LogDirLockedError
+from kpybroker.log.config import LogManagerConfig
+from kpybroker.log.log_manager import LogDirLockedError
 from kpybroker.log.metadata_files import InconsistentMetadataError
 from kpybroker.log.names import parse_partition_dir, special_dir_kind
 from kpybroker.protocol.errors import ErrorCode, KafkaError
@@ -150,7 +151,7 @@ def test_periodic_writes_checkpoints_when_due(tmp_path) -> None:
     hw_file = tmp_path / "replication-offset-checkpoint"
     logs.periodic()
     assert not hw_file.exists()
-    clock.advance(HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS)
+    clock.advance(LogManagerConfig().high_watermark_checkpoint_interval_ms)
     logs.periodic()
     assert hw_file.read_bytes() == b"0\n1\nt 0 6\n"
     logs.close()

@@ -6,10 +6,11 @@ and index sizes, so rolls and index entries happen within a few batches.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kpybroker.log import LogConfig, PartitionLog, ReadResult
+from kpybroker.log import LogConfig, LogManager, PartitionLog, ReadResult
 from kpybroker.protocol.records import NewRecord, Record, build_batch, iter_batches, iter_records
 
 # retention.ms is off: the record timestamps these tests write are decades old.
@@ -87,3 +88,50 @@ def stored_records(log: PartitionLog) -> list[Record]:
 
 def offsets_on_disk(log: PartitionLog) -> list[int]:
     return [r.offset for r in stored_records(log)]
+
+
+def keyed(
+    *pairs: tuple[bytes | None, bytes | None],
+    timestamp: int = 1_000,
+    compression: int = 0,
+    producer_id: int = -1,
+    base_sequence: int = -1,
+) -> bytearray:
+    """A produced batch of ``(key, value)`` records, all stamped ``timestamp``."""
+    return bytearray(
+        build_batch(
+            [NewRecord(k, v, (), timestamp) for k, v in pairs],
+            compression=compression,
+            producer_id=producer_id,
+            producer_epoch=0 if producer_id >= 0 else -1,
+            base_sequence=base_sequence,
+            timestamp=timestamp,
+        )
+    )
+
+
+def append_committed(log: PartitionLog, batch_bytes: bytearray, epoch: int = 0) -> None:
+    """Append as a single-replica leader does: the high watermark follows the log end."""
+    log.append(batch_bytes, epoch)
+    log.update_high_watermark(log.log_end_offset)
+
+
+def stored_pairs(log: PartitionLog) -> list[tuple[int, bytes | None, bytes | None]]:
+    """``(offset, key, value)`` of every record stored, in order."""
+    return [(r.offset, r.key, r.value) for r in stored_records(log)]
+
+
+NOW = 1_700_000_000_000
+#: The size of a one-record batch with a 2-byte key and a 3-byte value: tests that need
+#: exact segment boundaries write only such batches, ``PER_SEGMENT`` to a segment.
+ONE = len(keyed((b"k0", b"v00")))
+PER_SEGMENT = 4
+
+
+def log_manager(
+    directory: Path, config_for: Callable[[str], LogConfig | None], **kwargs: Any
+) -> LogManager:
+    """A LogManager over one log directory, as broker 1 of a test cluster."""
+    return LogManager(
+        [directory], broker_id=1, cluster_id="c" * 22, config_for=config_for, **kwargs
+    )

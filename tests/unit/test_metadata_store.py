@@ -1,10 +1,9 @@
 """Contract tests for ``MetadataStore``, run against every backend.
 
 A backend is a ``Backend``: something that opens sessions on one shared store,
-can expire a session, and can restart the store. To add the ZooKeeper backend,
-write its ``Backend`` (sessions are kazoo clients on a per-test chroot, restart
-reconnects, expiry uses kazoo's test helpers) and append it to ``BACKENDS``; the
-ClusterMetadata tests pick it up too.
+can expire a session, and can restart the store. ``BACKENDS`` names them: the
+built-in store, and ZooKeeper (a real server shared by the run, each test in its
+own chroot). The ClusterMetadata tests run on every backend too.
 """
 
 from __future__ import annotations
@@ -12,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import re
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
@@ -31,7 +32,10 @@ from kpybroker.metadata.store import (
     SessionExpiredError,
     SessionState,
     WatchedEvent,
+    node_name,
 )
+from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
+from tests.helpers.zookeeper import ZooKeeperServer
 
 TIMEOUT = 60.0
 
@@ -76,12 +80,46 @@ class BuiltinBackend:
             self.ensemble = None
 
 
-BACKENDS: list[Callable[[Path], Backend]] = [BuiltinBackend]
+class ZooKeeperBackend:
+    """Sessions on the shared server, in a chroot of this test's own that the first
+    session creates (as a broker does)."""
+
+    def __init__(self, server: ZooKeeperServer) -> None:
+        self.server = server
+        self.address = f"{server.connect}/tests/{uuid.uuid4().hex}"
+        self.stores: list[ZooKeeperMetadataStore] = []
+
+    async def connect(self) -> MetadataStore:
+        store = ZooKeeperMetadataStore(self.address, session_timeout_ms=10_000)
+        self.stores.append(store)
+        await store.start()
+        return store
+
+    async def expire(self, store: MetadataStore) -> None:
+        assert isinstance(store, ZooKeeperMetadataStore)
+        await store.expire_session()
+
+    async def restart(self) -> None:
+        await self.stop()
+        await asyncio.to_thread(self.server.restart)
+
+    async def stop(self) -> None:
+        for store in self.stores:
+            await store.close()
+        self.stores.clear()
 
 
-@pytest.fixture(params=BACKENDS, ids=lambda factory: factory.__name__)
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Backend]] = {
+    "builtin": lambda request, tmp_path: BuiltinBackend(tmp_path),
+    "zookeeper": lambda request, tmp_path: ZooKeeperBackend(
+        request.getfixturevalue("zookeeper_server")
+    ),
+}
+
+
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return request.param(tmp_path)
+    return BACKENDS[request.param](request, tmp_path)
 
 
 def scenario(test: Callable[[Backend], Awaitable[None]]) -> Callable[[Backend], None]:
@@ -220,7 +258,11 @@ async def test_sequential_nodes(backend: Backend) -> None:
     assert (first, second) == ("/q/item-0000000000", "/q/item-0000000001")
     await store.delete(second)
     third = await store.create("/q/", sequential=True, ephemeral=True)
-    assert third == "/q/0000000003"  # the parent's cversion counts the delete too
+    # The parent's counter only grows: a deleted node's number is not handed out again.
+    # ZooKeeper counts the parent's child creations ("/q/0000000002"); the built-in
+    # store uses its cversion, which counts the delete too ("/q/0000000003").
+    assert re.fullmatch(r"/q/\d{10}", third)
+    assert int(node_name(third)) > int(second[-10:])
     assert (await store.get(third))[1].ephemeral_owner == store.session_id
 
 
@@ -389,8 +431,10 @@ async def test_persistent_nodes_survive_restart_and_ephemerals_do_not(backend: B
     store = await backend.connect()
     assert await store.get("/keep/a") == before
     assert await store.get_children("/keep") == ["a"]
-    # The parent's cversion persisted: 3 child creates and 2 deletes (one at session end).
-    assert await store.create("/keep/s-", sequential=True) == "/keep/s-0000000005"
+    # The parent's cversion persisted: 3 child creates and 2 deletes (one at session end),
+    # and so did its sequence counter (at least 3: see test_sequential_nodes).
+    assert (await store.exists("/keep")).cversion == 5
+    assert int(node_name(await store.create("/keep/s-", sequential=True))[2:]) >= 3
     await store.create("/after")
     assert (await store.get("/after"))[1].czxid > before[1].mzxid  # zxids never go back
 

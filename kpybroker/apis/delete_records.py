@@ -1,0 +1,80 @@
+"""DeleteRecords (key 21): move partitions' log start offsets forward.
+
+Versions: 0 is the first; 1 is the same wire (the broker may throttle after
+responding, KIP-219); 2 is flexible.
+
+Each partition's offset becomes its new log start offset (-1: the high
+watermark), as Kafka's ``Partition.deleteRecordsOnLeader`` does: records below
+it can no longer be fetched (OFFSET_OUT_OF_RANGE) and ListOffsets -2 answers
+it; the segments wholly below it are deleted at the next retention check. The
+answer's low watermark is the new log start offset; with a single replica
+there is nothing to wait for, so ``timeout_ms`` is not needed.
+
+Errors, in Kafka's order: UNKNOWN_TOPIC_OR_PARTITION; INVALID_TOPIC_EXCEPTION
+for an internal topic; NOT_LEADER_OR_FOLLOWER; POLICY_VIOLATION unless
+cleanup.policy contains delete; OFFSET_OUT_OF_RANGE for an offset below -1 or
+past the high watermark; KAFKA_STORAGE_ERROR. Failed partitions report a low
+watermark of -1.
+
+Kafka writes the log start offset checkpoint only every
+``log.flush.start.offset.checkpoint.interval.ms``, so a crash soon after could
+bring deleted records back; here it is written before answering.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kpybroker.apis.registry import RequestContext, api
+from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.messages import delete_records
+from kpybroker.protocol.messages.delete_records import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+)
+from kpybroker.topics import INTERNAL_TOPICS
+
+log = logging.getLogger(__name__)
+
+
+def delete_partition_records(ctx: RequestContext, topic: str, index: int, offset: int) -> int:
+    """Advance one partition's log start offset; returns its new low watermark."""
+    replicas = ctx.broker.replicas
+    if replicas.get(topic, index) is None:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if topic in INTERNAL_TOPICS:
+        raise KafkaError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {topic}"
+        )
+    partition = replicas.leader_partition(topic, index)
+    try:
+        return partition.log.delete_records(offset)
+    except OSError as exc:
+        raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
+
+
+@api(delete_records, 0, 2)
+async def handle_delete_records(
+    ctx: RequestContext, request: DeleteRecordsRequest
+) -> DeleteRecordsResponse:
+    topics = []
+    for topic in request.topics:
+        results = []
+        for p in topic.partitions:
+            result = DeleteRecordsPartitionResult(partition_index=p.partition_index)
+            try:
+                result.low_watermark = delete_partition_records(
+                    ctx, topic.name, p.partition_index, p.offset
+                )
+            except KafkaError as exc:
+                result.low_watermark = -1
+                result.error_code = exc.code
+            results.append(result)
+        topics.append(DeleteRecordsTopicResult(name=topic.name, partitions=results))
+    try:
+        ctx.broker.logs.checkpoint_log_start_offsets()
+    except OSError as exc:
+        log.warning("writing the log start offset checkpoint failed: %s", exc)
+    return DeleteRecordsResponse(topics=topics)

@@ -1,0 +1,64 @@
+"""DescribeLogDirs (key 35): this broker's log directories and the partitions in each.
+
+Versions: 0 is gone in Kafka 4; 1 is the same wire; 2 is flexible; 3 adds a
+top-level error code; 4 adds each directory's total and usable bytes.
+
+Sizes are the partitions' real bytes on disk (all segments). The offset lag is
+Kafka's ``max(high watermark - log end offset, 0)`` for a current replica: 0 on a
+leader, as there are no "future" replicas being moved between directories here.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+from kpybroker.apis.registry import RequestContext, api
+from kpybroker.log.partition_log import PartitionLog
+from kpybroker.protocol.messages import describe_log_dirs
+from kpybroker.protocol.messages.describe_log_dirs import (
+    DescribeLogDirsPartition,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+    DescribeLogDirsTopic,
+)
+
+
+def offset_lag(plog: PartitionLog) -> int:
+    return max(plog.high_watermark - plog.log_end_offset, 0)
+
+
+def dir_result(log_dir: Path, logs: list[tuple[str, int, PartitionLog]]) -> DescribeLogDirsResult:
+    by_topic: dict[str, list[DescribeLogDirsPartition]] = defaultdict(list)
+    for topic, index, plog in sorted(logs, key=lambda item: item[:2]):
+        by_topic[topic].append(
+            DescribeLogDirsPartition(
+                partition_index=index, partition_size=plog.size, offset_lag=offset_lag(plog)
+            )
+        )
+    usage = shutil.disk_usage(log_dir)
+    return DescribeLogDirsResult(
+        log_dir=str(log_dir.resolve()),
+        topics=[DescribeLogDirsTopic(name=t, partitions=p) for t, p in by_topic.items()],
+        total_bytes=usage.total,
+        usable_bytes=usage.free,
+    )
+
+
+@api(describe_log_dirs, 1, 4)
+async def handle_describe_log_dirs(
+    ctx: RequestContext, request: DescribeLogDirsRequest
+) -> DescribeLogDirsResponse:
+    logs = ctx.broker.logs
+    wanted = (
+        None
+        if request.topics is None
+        else {(t.topic, p) for t in request.topics for p in t.partitions}
+    )
+    per_dir: dict[Path, list[tuple[str, int, PartitionLog]]] = {d: [] for d in logs.log_dirs}
+    for (topic, index), plog in logs:
+        if wanted is None or (topic, index) in wanted:
+            per_dir[logs.log_dir_of(topic, index)].append((topic, index, plog))
+    return DescribeLogDirsResponse(results=[dir_result(d, found) for d, found in per_dir.items()])

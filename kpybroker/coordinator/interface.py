@@ -1,0 +1,122 @@
+"""What passes between the coordinator's state machine and its runner.
+
+In: a ``Caller`` with each request (who sent it, with which API version), a
+reply ``Token`` naming the waiting request, and the events themselves (the
+shard's methods). Out: ``Effects``, plain data the runner carries out:
+
+- ``Reply(token, result)``: complete the waiting request with this response;
+  a token is replied to at most once, now or on a later event (a JoinGroup
+  waits for the rest of the group).
+- ``Append(records, on_done)``: append these records to the shard's partition
+  as one batch, then call ``shard.append_done(append, error)``. Whatever must
+  wait for durability (a commit's answer, a group becoming Stable) is in
+  ``on_done``, so nothing is acknowledged before its record is in the log.
+- ``SetTimer(key, delay_ms, args)`` / ``CancelTimer(key)``: arming a key again
+  replaces its timer, as in Kafka's coordinator timer; when it fires, the
+  runner feeds ``shard.timer_fired(key, args)``. Nothing runs while idle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from kpybroker.coordinator.records import CoordinatorRecord
+from kpybroker.protocol.errors import ErrorCode
+
+Token = int
+
+JOIN_TIMER = "join"
+SYNC_TIMER = "sync"
+HEARTBEAT_TIMER = "heartbeat"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The request's origin, as Kafka's RequestContext gives it to the coordinator."""
+
+    client_id: str
+    client_host: str
+    api_version: int
+
+
+class TimerKey(NamedTuple):
+    """One timer per key: the join or sync phase of a group, or a member's session."""
+
+    kind: str
+    group_id: str
+    member_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    token: Token
+    result: Any
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Append:
+    records: Sequence[CoordinatorRecord]
+    on_done: Callable[[Effects, ErrorCode], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetTimer:
+    key: TimerKey
+    delay_ms: int
+    args: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    key: TimerKey
+
+
+@dataclass(slots=True)
+class Effects:
+    """The outcome of one event, in the order the runner must carry it out."""
+
+    replies: list[Reply] = field(default_factory=list)
+    appends: list[Append] = field(default_factory=list)
+    timers: list[SetTimer | CancelTimer] = field(default_factory=list)
+
+    def reply(self, token: Token | None, result: Any) -> None:
+        if token is not None:
+            self.replies.append(Reply(token, result))
+
+    def append(
+        self,
+        records: Sequence[CoordinatorRecord],
+        on_done: Callable[[Effects, ErrorCode], None] | None = None,
+    ) -> None:
+        self.appends.append(Append(records, on_done))
+
+    def set_timer(self, key: TimerKey, delay_ms: int, *args: int) -> None:
+        self.timers.append(SetTimer(key, delay_ms, args))
+
+    def cancel_timer(self, key: TimerKey) -> None:
+        self.timers.append(CancelTimer(key))
+
+
+def coordinator_error(append_error: ErrorCode) -> ErrorCode:
+    """The error a client gets when writing to ``__consumer_offsets`` failed.
+
+    Kafka's ``CoordinatorOperationExceptionHelper``: clients know how to retry
+    these, unlike the log's own errors.
+    """
+    if append_error in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.REQUEST_TIMED_OUT,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if append_error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if append_error in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.INVALID_FETCH_SIZE,
+    ):
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return append_error

@@ -1,0 +1,144 @@
+"""The records of ``__consumer_offsets``, in Kafka's key and value formats.
+
+Every key and value is an int16 version followed by the struct of that
+version (classic encoding; value v4 is flexible). Key versions 0 and 1 are an
+``OffsetCommitKey``, version 2 a ``GroupMetadataKey``; the KIP-848 and share
+group keys (3 and up) are not ours and are skipped when read. A null value is
+a tombstone: the offset or the group is deleted.
+
+What is written follows Kafka 3.x/4.x (``GroupCoordinatorRecordHelpers``):
+offset keys v1, ``OffsetCommitValue`` v3 (v1 when the commit carries an
+explicit retention, the only version with an expire timestamp), group keys v2
+and ``GroupMetadataValue`` v3.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from kpybroker.protocol.messages.group_metadata_key import GroupMetadataKey
+from kpybroker.protocol.messages.group_metadata_value import GroupMetadataValue
+from kpybroker.protocol.messages.offset_commit_key import OffsetCommitKey
+from kpybroker.protocol.messages.offset_commit_value import OffsetCommitValue
+from kpybroker.protocol.records import NewRecord, build_batch, iter_records
+
+_VERSION = struct.Struct(">h")
+
+OFFSET_KEY_VERSIONS = (0, 1)
+GROUP_KEY_VERSION = 2
+OFFSET_KEY_WRITTEN = 1
+OFFSET_VALUE_WRITTEN = 3
+OFFSET_VALUE_WITH_EXPIRY = 1
+GROUP_VALUE_WRITTEN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """A committed offset as stored; ``leader_epoch`` -1, ``expire_timestamp`` None: absent."""
+
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRecord:
+    """A group's committed offset for one partition; ``value`` None is a tombstone."""
+
+    group: str
+    topic: str
+    partition: int
+    value: OffsetAndMetadata | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRecord:
+    """A classic group's generation and members; ``value`` None is a tombstone."""
+
+    group: str
+    value: GroupMetadataValue | None
+
+
+CoordinatorRecord = OffsetRecord | GroupRecord
+
+
+def _versioned(version: int, message: object) -> bytes:
+    return _VERSION.pack(version) + message.encode_bytes(version)  # type: ignore[attr-defined]
+
+
+def encode_record(record: CoordinatorRecord) -> NewRecord:
+    """The log record (key, value) for ``record``."""
+    if isinstance(record, OffsetRecord):
+        key = _versioned(
+            OFFSET_KEY_WRITTEN, OffsetCommitKey(record.group, record.topic, record.partition)
+        )
+        return NewRecord(key, None if record.value is None else _encode_offset(record.value))
+    key = _versioned(GROUP_KEY_VERSION, GroupMetadataKey(record.group))
+    value = None if record.value is None else _versioned(GROUP_VALUE_WRITTEN, record.value)
+    return NewRecord(key, value)
+
+
+def _encode_offset(value: OffsetAndMetadata) -> bytes:
+    with_expiry = value.expire_timestamp is not None
+    message = OffsetCommitValue(
+        offset=value.offset,
+        leader_epoch=value.leader_epoch,
+        metadata=value.metadata,
+        commit_timestamp=value.commit_timestamp,
+        expire_timestamp=value.expire_timestamp if with_expiry else -1,
+    )
+    return _versioned(OFFSET_VALUE_WITH_EXPIRY if with_expiry else OFFSET_VALUE_WRITTEN, message)
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> CoordinatorRecord | None:
+    """The coordinator record of a log record; None for a key this coordinator does not use.
+
+    Raises ``DecodeError`` (a ValueError) for malformed bytes.
+    """
+    if key is None or len(key) < _VERSION.size:
+        return None
+    (version,) = _VERSION.unpack_from(key)
+    if version in OFFSET_KEY_VERSIONS:
+        k, _ = OffsetCommitKey.decode(key, _VERSION.size, version)
+        return OffsetRecord(k.group, k.topic, k.partition, _decode_offset(value))
+    if version == GROUP_KEY_VERSION:
+        g, _ = GroupMetadataKey.decode(key, _VERSION.size, version)
+        return GroupRecord(g.group, None if value is None else _decode_versioned(value))
+    return None
+
+
+def _decode_versioned(value: bytes) -> GroupMetadataValue:
+    (version,) = _VERSION.unpack_from(value)
+    message, _ = GroupMetadataValue.decode(value, _VERSION.size, version)
+    return message
+
+
+def _decode_offset(value: bytes | None) -> OffsetAndMetadata | None:
+    if value is None:
+        return None
+    (version,) = _VERSION.unpack_from(value)
+    v, _ = OffsetCommitValue.decode(value, _VERSION.size, version)
+    return OffsetAndMetadata(
+        offset=v.offset,
+        leader_epoch=v.leader_epoch,
+        metadata=v.metadata,
+        commit_timestamp=v.commit_timestamp,
+        expire_timestamp=None if v.expire_timestamp == -1 else v.expire_timestamp,
+    )
+
+
+def encode_batch(records: Iterable[CoordinatorRecord], compression: int = 0) -> bytearray:
+    """One record batch holding ``records``, ready to append (offsets are stamped by the log)."""
+    return bytearray(build_batch([encode_record(r) for r in records], compression=compression))
+
+
+def decode_batch(batch: bytes | memoryview) -> Iterator[CoordinatorRecord]:
+    """The coordinator records of one (non-control) batch, in log order."""
+    for record in iter_records(batch):
+        decoded = decode_record(record.key, record.value)
+        if decoded is not None:
+            yield decoded

@@ -1,0 +1,197 @@
+"""The group coordinator as the API handlers see it (Kafka's ``GroupCoordinatorService``).
+
+Each method takes a decoded request (normalised to one form across versions
+by its handler), applies Kafka's request-level checks (INVALID_GROUP_ID,
+INVALID_SESSION_TIMEOUT), routes the group to the shard of its
+``__consumer_offsets`` partition, and turns routing failures (not the
+coordinator, still loading) into the API's error response. Version-specific
+shaping of the answer stays in the handlers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeVar
+
+from kpybroker.coordinator.interface import Caller, Effects, Token
+from kpybroker.coordinator.membership import join_error
+from kpybroker.coordinator.offsets import commit_error_response
+from kpybroker.coordinator.partitioning import OFFSETS_TOPIC
+from kpybroker.coordinator.runtime import CoordinatorRuntime
+from kpybroker.coordinator.settings import CoordinatorSettings
+from kpybroker.coordinator.shard import CoordinatorShard
+from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
+from kpybroker.protocol.messages.describe_groups import DescribedGroup
+from kpybroker.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from kpybroker.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from kpybroker.protocol.messages.leave_group import LeaveGroupResponse, MemberIdentity
+from kpybroker.protocol.messages.list_groups import ListedGroup
+from kpybroker.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from kpybroker.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from kpybroker.protocol.messages.offset_fetch import (
+    OffsetFetchRequestGroup,
+    OffsetFetchResponseGroup,
+)
+from kpybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+
+if TYPE_CHECKING:
+    from kpybroker.broker import Broker
+
+R = TypeVar("R")
+Event = Callable[[CoordinatorShard, Token], Effects]
+
+
+class GroupCoordinator:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.settings = CoordinatorSettings.from_config(broker.config)
+        self.runtime = CoordinatorRuntime(broker, self.settings)
+
+    async def start(self) -> None:
+        await self.runtime.start()
+
+    async def stop(self) -> None:
+        await self.runtime.stop()
+
+    async def _call(self, group_id: str, event: Event, on_error: Callable[[ErrorCode], R]) -> R:
+        try:
+            shard = self.runtime.shard_for(group_id)
+            return await self.runtime.call(shard, lambda token: event(shard, token))
+        except KafkaError as exc:
+            return on_error(exc.code)
+
+    # -- FindCoordinator ------------------------------------------------------------
+
+    async def find_coordinator(self, group_id: str) -> tuple[ErrorCode, int]:
+        """(error, broker id) of the leader of the group's partition, creating the topic first."""
+        if not self.runtime.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
+        try:
+            await self.runtime.ensure_offsets_topic()
+        except KafkaError:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
+        topic = self.broker.topics.get(OFFSETS_TOPIC)
+        state = topic.partitions.get(self.runtime.partition_for(group_id)) if topic else None
+        if state is None or state.leader not in self.broker.live_broker_ids():
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
+        return ErrorCode.NONE, state.leader
+
+    # -- membership -------------------------------------------------------------------
+
+    async def join_group(self, caller: Caller, request: JoinGroupRequest) -> JoinGroupResponse:
+        settings = self.settings
+        if not request.group_id:
+            return join_error(ErrorCode.INVALID_GROUP_ID, request.member_id)
+        if not (
+            settings.min_session_timeout_ms
+            <= request.session_timeout_ms
+            <= settings.max_session_timeout_ms
+        ):
+            return join_error(ErrorCode.INVALID_SESSION_TIMEOUT, request.member_id)
+        return await self._call(
+            request.group_id,
+            lambda shard, token: shard.join(token, caller, request),
+            lambda error: join_error(error, request.member_id),
+        )
+
+    async def sync_group(self, request: SyncGroupRequest) -> SyncGroupResponse:
+        if not request.group_id:
+            return SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        return await self._call(
+            request.group_id,
+            lambda shard, token: shard.sync(token, request),
+            lambda error: SyncGroupResponse(error_code=error),
+        )
+
+    async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
+        def on_error(error: ErrorCode) -> HeartbeatResponse:
+            # A loading coordinator lost no session yet: Kafka answers blindly.
+            if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                error = ErrorCode.NONE
+            return HeartbeatResponse(error_code=error)
+
+        if not request.group_id:
+            return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        return await self._call(
+            request.group_id, lambda shard, token: shard.heartbeat(token, request), on_error
+        )
+
+    async def leave_group(self, group_id: str, members: list[MemberIdentity]) -> LeaveGroupResponse:
+        if not group_id:
+            return LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        return await self._call(
+            group_id,
+            lambda shard, token: shard.leave(token, group_id, members),
+            lambda error: LeaveGroupResponse(error_code=error),
+        )
+
+    # -- offsets --------------------------------------------------------------------
+
+    async def commit_offsets(
+        self, caller: Caller, request: OffsetCommitRequest
+    ) -> OffsetCommitResponse:
+        return await self._call(
+            request.group_id,
+            lambda shard, token: shard.commit(token, caller, request),
+            lambda error: commit_error_response(request, error),
+        )
+
+    def fetch_offsets(self, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+        try:
+            shard = self.runtime.shard_for(request.group_id)
+        except KafkaError as exc:
+            return OffsetFetchResponseGroup(group_id=request.group_id, error_code=exc.code)
+        return shard.fetch_offsets(request)
+
+    async def delete_offsets(self, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+        if not request.group_id:
+            return OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        return await self._call(
+            request.group_id,
+            lambda shard, token: shard.delete_offsets(token, request),
+            lambda error: OffsetDeleteResponse(error_code=error),
+        )
+
+    # -- administration ---------------------------------------------------------------
+
+    def describe_groups(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
+        described = []
+        for group_id in group_ids:
+            try:
+                described.append(self.runtime.shard_for(group_id).describe(group_id))
+            except KafkaError as exc:
+                described.append(DescribedGroup(group_id=group_id, error_code=exc.code))
+        return described
+
+    def list_groups(self, states: Iterable[str]) -> tuple[ErrorCode, list[ListedGroup]]:
+        """Every group of every loaded shard; LOAD_IN_PROGRESS while a partition loads."""
+        if not self.runtime.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        states = list(states)
+        groups = [g for shard in self.runtime.shards.values() for g in shard.list_groups(states)]
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.runtime.loading else ErrorCode.NONE
+        return error, groups
+
+    async def delete_groups(self, group_ids: list[str]) -> list[DeletableGroupResult]:
+        """Delete groups shard by shard; results in the order the groups were named."""
+        results: dict[str, DeletableGroupResult] = {}
+        by_shard: dict[CoordinatorShard, list[str]] = {}
+        for group_id in dict.fromkeys(group_ids):
+            try:
+                by_shard.setdefault(self.runtime.shard_for(group_id), []).append(group_id)
+            except KafkaError as exc:
+                results[group_id] = DeletableGroupResult(group_id=group_id, error_code=exc.code)
+        for shard, ids in by_shard.items():
+            results.update((r.group_id, r) for r in await self._delete_in(shard, ids))
+        return [results[g] for g in dict.fromkeys(group_ids)]
+
+    async def _delete_in(
+        self, shard: CoordinatorShard, group_ids: list[str]
+    ) -> list[DeletableGroupResult]:
+        try:
+            return await self.runtime.call(
+                shard, lambda token: shard.delete_groups(token, group_ids)
+            )
+        except KafkaError as exc:
+            return [DeletableGroupResult(group_id=g, error_code=exc.code) for g in group_ids]

@@ -1,0 +1,124 @@
+"""The console tools installed with the package, each in a round trip against the broker."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.brokers import ManagedBroker
+from tests.helpers.process import ToolResult, run_tool
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def kpy(module: str, broker: ManagedBroker, *args: str, input: str | None = None) -> ToolResult:
+    """Run ``kpybroker.tools.<module>`` (the code behind the kpybroker-* console script)."""
+    command = [sys.executable, "-m", f"kpybroker.tools.{module}"]
+    return run_tool([*command, "--bootstrap-server", broker.bootstrap, *args], input=input)
+
+
+def test_topics_tool_lifecycle(module_broker: ManagedBroker) -> None:
+    created = kpy("topics", module_broker, "--create", "--topic", "tool-topic", "--partitions",
+                  "2", "--config", "cleanup.policy=compact,delete").check()  # fmt: skip
+    assert created.stdout == "Created topic tool-topic.\n"
+    assert "tool-topic" in kpy("topics", module_broker, "--list").check().stdout.split()
+    kpy("topics", module_broker, "--alter", "--topic", "tool-topic", "--partitions", "3").check()
+    described = kpy("topics", module_broker, "--describe", "--topic", "tool-topic").check()
+    summary, partitions = described.stdout.split("\n\n")
+    header, row = summary.splitlines()
+    assert header.split() == ["TOPIC", "TOPIC-ID", "PARTITIONS", "REPLICATION-FACTOR", "CONFIGS"]
+    assert row.split()[0] == "tool-topic" and row.split()[2:] == [
+        "3",
+        "1",
+        "cleanup.policy=compact,delete",
+    ]
+    assert header.index("PARTITIONS") == row.index(" 3 ") + 1  # columns line up
+    assert [line.split()[1] for line in partitions.splitlines()[1:]] == ["0", "1", "2"]
+
+    again = kpy("topics", module_broker, "--create", "--topic", "tool-topic")
+    assert again.returncode == 1
+    assert (
+        again.stderr
+        == "Error: Creating topic tool-topic failed: Topic 'tool-topic' already exists.\n"
+    )
+    shrink = kpy("topics", module_broker, "--alter", "--topic", "tool-topic", "--partitions", "1")
+    assert shrink.returncode == 1 and "would not be an increase" in shrink.stderr
+    kpy("topics", module_broker, "--delete", "--topic", "tool-topic").check()
+    missing = kpy("topics", module_broker, "--describe", "--topic", "tool-topic")
+    assert (
+        missing.returncode == 1 and missing.stderr == "Error: Topic 'tool-topic' does not exist.\n"
+    )
+
+
+def test_producer_to_consumer_round_trip(module_broker: ManagedBroker, tmp_path: Path) -> None:
+    kpy("topics", module_broker, "--create", "--topic", "tool-rt", "--partitions", "1").check()
+    lines = [f"h{i}:a,n:{i % 3}\tkey-{i}\tvalue {i} ü" for i in range(300)]
+    source = tmp_path / "input.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    kpy("console_producer", module_broker, "--topic", "tool-rt", "--input-file", str(source),
+        "--property", "parse.key=true", "--property", "parse.headers=true",
+        "--compression-codec", "zstd").check()  # fmt: skip
+    kpy("console_producer", module_broker, "--topic", "tool-rt", input="from stdin\n").check()
+
+    consumed = kpy("console_consumer", module_broker, "--topic", "tool-rt", "--from-beginning",
+                   "--max-messages", "301", "--timeout-ms", "20000", "--property", "print.key=true",
+                   "--property", "print.headers=true").check()  # fmt: skip
+    assert consumed.stdout.splitlines() == [*lines, "NO_HEADERS\tnull\tfrom stdin"]
+    assert consumed.stderr.strip() == "Processed a total of 301 messages"
+
+    tail = kpy("console_consumer", module_broker, "--topic", "tool-rt", "--partition", "0",
+               "--offset", "299", "--max-messages", "2", "--property", "print.offset=true",
+               "--property", "print.partition=true", "--property", "print.timestamp=true",
+               "--property", "print.value=false").check()  # fmt: skip
+    stamps = tail.stdout.splitlines()
+    assert [re.sub(r"CreateTime:\d+", "CreateTime:T", s) for s in stamps] == [
+        "CreateTime:T\tPartition:0\tOffset:299",
+        "CreateTime:T\tPartition:0\tOffset:300",
+    ]
+
+
+def test_configs_tool(module_broker: ManagedBroker) -> None:
+    kpy("topics", module_broker, "--create", "--topic", "tool-cfg").check()
+    entity = ("--entity-type", "topics", "--entity-name", "tool-cfg")
+    kpy("configs", module_broker, "--alter", *entity,
+        "--add-config", "retention.ms=1000,cleanup.policy=[compact,delete]").check()  # fmt: skip
+    dynamic = kpy("configs", module_broker, "--describe", *entity).check().stdout.splitlines()
+    assert dynamic[0] == "Dynamic configs for topic tool-cfg:"
+    assert [line.split() for line in dynamic[1:]] == [
+        ["NAME", "VALUE", "SOURCE", "SENSITIVE"],
+        ["cleanup.policy", "compact,delete", "DYNAMIC_TOPIC_CONFIG", "false"],
+        ["retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG", "false"],
+    ]
+    everything = kpy("configs", module_broker, "--describe", "--all", *entity).check()
+    assert re.search(
+        r"^segment\.bytes\s+1073741824\s+DEFAULT_CONFIG\s+false$", everything.stdout, re.M
+    )
+    refused = kpy("configs", module_broker, "--alter", *entity, "--add-config", "retention.ms=soon")
+    assert refused.returncode == 1
+    assert "Invalid value soon for configuration retention.ms" in refused.stderr
+
+
+def test_consumer_groups_tool(module_broker: ManagedBroker) -> None:
+    kpy("topics", module_broker, "--create", "--topic", "tool-groups").check()
+    kpy("console_producer", module_broker, "--topic", "tool-groups",
+        input="".join(f"{i}\n" for i in range(10))).check()  # fmt: skip
+    kpy("console_consumer", module_broker, "--topic", "tool-groups", "--group", "tool-g",
+        "--from-beginning", "--max-messages", "4", "--timeout-ms", "20000",
+        "--consumer-property", "enable.auto.commit=true",
+        "--consumer-property", "auto.commit.interval.ms=100").check()  # fmt: skip
+    assert "tool-g" in kpy("consumer_groups", module_broker, "--list").check().stdout.split()
+    described = kpy("consumer_groups", module_broker, "--describe", "--group", "tool-g").check()
+    row = described.stdout.splitlines()[2].split()
+    assert row[:6] == ["tool-g", "tool-groups", "0", row[3], "10", str(10 - int(row[3]))]
+
+    reset = kpy("consumer_groups", module_broker, "--reset-offsets", "--group", "tool-g",
+                "--topic", "tool-groups", "--to-earliest", "--execute").check()  # fmt: skip
+    assert reset.stdout.splitlines()[1].split() == ["tool-g", "tool-groups", "0", "0"]
+    shifted = kpy("consumer_groups", module_broker, "--reset-offsets", "--group", "tool-g",
+                  "--topic", "tool-groups", "--shift-by", "3")  # fmt: skip
+    assert "dry run" in shifted.check().stdout and " 3" in shifted.stdout.splitlines()[1]
+    kpy("consumer_groups", module_broker, "--delete", "--group", "tool-g").check()
+    assert "tool-g" not in kpy("consumer_groups", module_broker, "--list").check().stdout.split()

@@ -1,0 +1,224 @@
+"""A synchronous runner for the coordinator's state machine: fake clock, fake timers, a list as log.
+
+``Driver`` does what kpybroker/coordinator/runtime.py does, without an event
+loop: it applies a shard's Effects, keeps the replies by token, keeps timers
+as deadlines that ``advance()`` fires in order, and "appends" records to a
+list (or fails the appends with ``fail_appends``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections import deque
+from typing import Any
+
+from kpybroker.coordinator.interface import Caller, Effects, SetTimer, TimerKey
+from kpybroker.coordinator.records import CoordinatorRecord
+from kpybroker.coordinator.settings import CoordinatorSettings
+from kpybroker.coordinator.shard import CoordinatorShard
+from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.messages.consumer_protocol_subscription import (
+    ConsumerProtocolSubscription,
+)
+from kpybroker.protocol.messages.heartbeat import HeartbeatRequest
+from kpybroker.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from kpybroker.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kpybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+
+SETTINGS = CoordinatorSettings(initial_rebalance_delay_ms=0, min_session_timeout_ms=1000)
+SESSION_MS = 10_000
+REBALANCE_MS = 30_000
+START_MS = 1_700_000_000_000
+
+
+def subscription(*topics: str) -> bytes:
+    """ConsumerProtocolSubscription v0 bytes (int16 version, then the struct)."""
+    return struct.pack(">h", 0) + ConsumerProtocolSubscription(topics=list(topics)).encode_bytes(0)
+
+
+RANGE = [("range", subscription("t"))]
+
+
+def join_request(
+    member_id: str = "",
+    *,
+    group: str = "g",
+    instance_id: str | None = None,
+    protocols: list[tuple[str, bytes]] = RANGE,
+    protocol_type: str = "consumer",
+    session_ms: int = SESSION_MS,
+    rebalance_ms: int = REBALANCE_MS,
+) -> JoinGroupRequest:
+    return JoinGroupRequest(
+        group_id=group,
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=rebalance_ms,
+        member_id=member_id,
+        group_instance_id=instance_id,
+        protocol_type=protocol_type,
+        protocols=[JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols],
+    )
+
+
+def commit_request(
+    offsets: dict[tuple[str, int], int],
+    *,
+    group: str = "g",
+    member_id: str = "",
+    generation: int = -1,
+    leader_epoch: int = -1,
+    metadata: str | None = "",
+    retention_ms: int = -1,
+) -> OffsetCommitRequest:
+    """A commit of ``offsets`` ((topic, partition) -> offset); generation -1: from outside."""
+    topics: dict[str, list[OffsetCommitRequestPartition]] = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, []).append(
+            OffsetCommitRequestPartition(
+                partition_index=partition,
+                committed_offset=offset,
+                committed_leader_epoch=leader_epoch,
+                committed_metadata=metadata,
+            )
+        )
+    return OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
+        retention_time_ms=retention_ms,
+        topics=[OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in topics.items()],
+    )
+
+
+class Driver:
+    def __init__(self, settings: CoordinatorSettings = SETTINGS) -> None:
+        self.now = START_MS
+        self.settings = settings
+        self.shard = CoordinatorShard(0, settings, clock=lambda: self.now)
+        self.replies: dict[int, Any] = {}
+        self.timers: dict[TimerKey, tuple[int, tuple[int, ...]]] = {}
+        self.log: list[CoordinatorRecord] = []
+        self.fail_appends: ErrorCode | None = None
+        self.tokens = itertools.count(1)
+
+    # -- the runner ---------------------------------------------------------------
+
+    def apply(self, effects: Effects) -> None:
+        pending = deque([effects])
+        while pending:
+            effects = pending.popleft()
+            for append in effects.appends:
+                error = self.fail_appends or ErrorCode.NONE
+                if not error:
+                    self.log.extend(append.records)
+                pending.append(self.shard.append_done(append, error))
+            for op in effects.timers:
+                self.timers.pop(op.key, None)
+                if isinstance(op, SetTimer):
+                    self.timers[op.key] = (self.now + op.delay_ms, op.args)
+            for reply in effects.replies:
+                assert reply.token not in self.replies, f"token {reply.token} replied twice"
+                self.replies[reply.token] = reply.result
+
+    def send(self, method: str, *args: Any) -> int:
+        """Feed ``shard.<method>(token, *args)``; return the token."""
+        token = next(self.tokens)
+        self.apply(getattr(self.shard, method)(token, *args))
+        return token
+
+    def advance(self, ms: int) -> None:
+        """Move the clock, firing due timers in deadline order."""
+        target = self.now + ms
+        while True:
+            due = [
+                (deadline, key) for key, (deadline, _) in self.timers.items() if deadline <= target
+            ]
+            if not due:
+                break
+            deadline, key = min(due)
+            self.now = max(self.now, deadline)
+            _, args = self.timers.pop(key)
+            self.apply(self.shard.timer_fired(key, args))
+        self.now = target
+
+    # -- requests ---------------------------------------------------------------------
+
+    def join(
+        self, member_id: str = "", *, version: int = 9, client_id: str = "client", **kw: Any
+    ) -> int:
+        """JoinGroup (``kw``: see ``join_request``); returns the token."""
+        request = join_request(member_id, **kw)
+        return self.send("join", Caller(client_id, "/127.0.0.1", version), request)
+
+    def new_member(self, **kwargs: Any) -> str:
+        """A member ID from the MEMBER_ID_REQUIRED step (its rejoin is left to the test)."""
+        response = self.replies[self.join(**kwargs)]
+        assert response.error_code == ErrorCode.MEMBER_ID_REQUIRED, response
+        return response.member_id
+
+    def sync(
+        self,
+        member_id: str,
+        generation: int,
+        assignments: dict[str, bytes] | None = None,
+        *,
+        group: str = "g",
+        instance_id: str | None = None,
+    ) -> int:
+        request = SyncGroupRequest(
+            group_id=group,
+            generation_id=generation,
+            member_id=member_id,
+            group_instance_id=instance_id,
+            assignments=[
+                SyncGroupRequestAssignment(member_id=m, assignment=a)
+                for m, a in (assignments or {}).items()
+            ],
+        )
+        return self.send("sync", request)
+
+    def heartbeat(
+        self, member_id: str, generation: int, *, group: str = "g", instance_id: str | None = None
+    ) -> int:
+        request = HeartbeatRequest(
+            group_id=group,
+            generation_id=generation,
+            member_id=member_id,
+            group_instance_id=instance_id,
+        )
+        return self.send("heartbeat", request)
+
+    def commit(self, offsets: dict[tuple[str, int], int], *, version: int = 8, **kw: Any) -> int:
+        """OffsetCommit (``kw``: see ``commit_request``); returns the token."""
+        return self.send(
+            "commit", Caller("admin", "/127.0.0.1", version), commit_request(offsets, **kw)
+        )
+
+    def stable_group(self, members: int = 1, group: str = "g") -> tuple[int, list[str]]:
+        """Join and sync ``members`` members: (generation, member IDs, the leader first)."""
+        ids = [self.new_member(group=group) for _ in range(members)]
+        tokens = [self.join(m, group=group) for m in ids]
+        self.advance(0)
+        responses = [self.replies[t] for t in tokens]
+        assert all(r.error_code == 0 for r in responses), responses
+        generation = responses[0].generation_id
+        leader = responses[0].leader
+        ids.sort(key=lambda m: m != leader)
+        assignments = {m: f"assignment-{m}".encode() for m in ids}
+        syncs = [
+            self.sync(m, generation, assignments if m == leader else None, group=group) for m in ids
+        ]
+        assert all(self.replies[s].error_code == 0 for s in syncs), [self.replies[s] for s in syncs]
+        return generation, ids
+
+    def state(self, group: str = "g") -> str:
+        return self.shard.describe(group).group_state
+
+
+def error_of(response: Any) -> ErrorCode:
+    return ErrorCode(response.error_code)
