@@ -280,6 +280,8 @@ class ChangeKind(enum.Enum):
     PARTITION = "partition"
     TOPIC_CONFIG = "topic_config"
     BROKER_CONFIG = "broker_config"
+    SESSION = "session"
+    """The store session was lost, or is back with everything read again (``session_lost``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +290,7 @@ class MetadataChange:
 
     ``name`` is the broker id (BROKER), the topic (TOPIC, PARTITION,
     TOPIC_CONFIG), the config entity (BROKER_CONFIG: a broker id or
-    ``<default>``), or empty (CONTROLLER). ``partition`` is set for PARTITION.
+    ``<default>``), or empty (CONTROLLER, SESSION). ``partition`` is set for PARTITION.
     A TOPIC change covers creation, deletion and a new assignment or topic id.
     """
 
@@ -617,6 +619,8 @@ class ClusterMetadata:
         self._controller_id: int | None = None
         self._registration: tuple[int, tuple[Endpoint, ...], str | None] | None = None
         self._session_lost = False
+        self._stale = False
+        """From a session loss until everything is read again on the new session."""
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------------
@@ -654,6 +658,12 @@ class ClusterMetadata:
     @property
     def controller_id(self) -> int | None:
         return self._controller_id
+
+    @property
+    def session_lost(self) -> bool:
+        """True from a session loss until the new session has re-read everything: the cache
+        may be stale, and this broker's registration (and any /controller node) is gone."""
+        return self._stale
 
     def broker_config(self, broker_id: int | None) -> Mapping[str, str]:
         """Dynamic configs of ``broker_id``, or the cluster-wide ones for None."""
@@ -802,6 +812,10 @@ class ClusterMetadata:
         await self._refresher.request(self._load_partition, topic, partition)
         return version
 
+    async def refresh_partition_state(self, topic: str, partition: int) -> None:
+        """Read a partition's state znode again (after a failed compare-and-set, say)."""
+        await self._refresher.request(self._load_partition, topic, partition)
+
     async def set_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:
         """Replace the topic's config overrides."""
         validate_topic_name(topic)
@@ -834,7 +848,8 @@ class ClusterMetadata:
 
     async def _create_states(self, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
         """New partitions' states: leader = first live replica, ISR = live replicas;
-        partitions with no live replica get no state, as with Kafka's controller."""
+        partitions with no live replica get no state, as with Kafka's controller.
+        A state that exists already was written by the controller meanwhile."""
         live = {int(broker) for broker in self._brokers.items}
         epoch = await self._controller_epoch()
         writes = []
@@ -843,7 +858,9 @@ class ClusterMetadata:
             if isr:
                 state = PartitionState(isr[0], 0, isr, epoch)
                 writes.append(self._create_state(topic, partition, _encode_state(state)))
-        await asyncio.gather(*writes)
+        for outcome in await asyncio.gather(*writes, return_exceptions=True):
+            if isinstance(outcome, BaseException) and not isinstance(outcome, NodeExistsError):
+                raise outcome
 
     async def _create_state(self, topic: str, partition: int, data: bytes) -> None:
         """Create a state znode with its missing parents, but never the topic node:
@@ -1008,6 +1025,9 @@ class ClusterMetadata:
         if self._registration is not None:
             await self._register(*self._registration)
         await self._load_all()
+        if self._stale and not self._session_lost:
+            self._stale = False
+            self._changed(ChangeKind.SESSION)
 
     # -- watch and session callbacks ---------------------------------------------
 
@@ -1026,6 +1046,10 @@ class ClusterMetadata:
     def _on_session_state(self, state: SessionState) -> None:
         if state is SessionState.LOST:
             self._session_lost = True
-        elif state is SessionState.CONNECTED and self._session_lost:
+            if not self._stale:
+                self._stale = True
+                self._changed(ChangeKind.SESSION)
+        elif state is SessionState.CONNECTED and self._stale:
+            # Also after a resync that failed on a session that then lived on.
             self._session_lost = False
             self._refresh_later(self._resync)

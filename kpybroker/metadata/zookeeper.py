@@ -10,11 +10,13 @@ kazoo runs one connection thread per client, which reads replies and watch
 notifications in the order the server sent them. Its default handler then hands
 reply callbacks and watch callbacks to two different worker threads, which loses
 that order. This backend installs ``_InlineHandler`` instead: kazoo's callbacks
-run in the connection thread itself, and all they do is pass the outcome to the
-event loop with ``call_soon_threadsafe``. The loop therefore sees results, watch
-events and session states in exactly the server's order, and never blocks on
-kazoo: every request is one of kazoo's ``*_async`` calls; only the blocking
-start and stop of kazoo's threads run in a worker thread.
+run in the connection thread itself, and all they do is queue the outcome for
+the event loop (``_hand_over``, one ``call_soon_threadsafe`` per burst). The
+loop therefore sees results, watch events and session states in exactly the
+server's order. It never waits for kazoo: every request is one of kazoo's
+``*_async`` calls, at most ``MAX_IN_FLIGHT`` of them at a time, and what blocks
+(starting and stopping kazoo's threads, short side sessions) runs in a worker
+thread.
 
 Watches across connection loss
 ------------------------------
@@ -374,7 +376,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         """kazoo's session listener (connection thread)."""
         client_id = self._client.client_id if self._client is not None else None
         session_id = client_id[0] if state == KazooState.CONNECTED and client_id else 0
-        self._post_now(self._session_changed, _SESSION_STATES[state], session_id)
+        self._post_unheld(self._session_changed, _SESSION_STATES[state], session_id)
 
     def _session_changed(self, state: SessionState, session_id: int) -> None:
         if self._closed:
@@ -403,7 +405,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         """Run ``function(*args)`` on the loop, in order, unless replies are held back."""
         self._hand_over(function, args, True)
 
-    def _post_now(self, function: Callable[..., None], *args: Any) -> None:
+    def _post_unheld(self, function: Callable[..., None], *args: Any) -> None:
         """Run ``function(*args)`` on the loop, in order, even while replies are held back."""
         self._hand_over(function, args, False)
 
@@ -515,7 +517,11 @@ class ZooKeeperMetadataStore(MetadataStore):
             _invoke(callback, event)
 
     def _rearm(self) -> None:
-        """Read every watched node again over the new connection (see the module docstring)."""
+        """Read every watched node again over the new connection (see the module docstring).
+
+        Sent at once, without waiting for ``MAX_IN_FLIGHT``: they must go out
+        before any later call.
+        """
         self._rearm_round += 1
         self._rearm_left = len(self._data_watches) + len(self._child_watches)
         if not self._rearm_left:
@@ -526,11 +532,11 @@ class ZooKeeperMetadataStore(MetadataStore):
         client = self._live()
         for path in self._data_watches:
             client.exists_async(path, self._on_watch).rawlink(
-                functools.partial(self._post_now, self._rearmed, self._rearm_round, path, False)
+                functools.partial(self._post_unheld, self._rearmed, self._rearm_round, path, False)
             )
         for path in self._child_watches:
             client.get_children_async(path, self._on_watch, include_data=True).rawlink(
-                functools.partial(self._post_now, self._rearmed, self._rearm_round, path, True)
+                functools.partial(self._post_unheld, self._rearmed, self._rearm_round, path, True)
             )
 
     def _rearmed(self, round_: int, path: str, children: bool, result: AsyncResult) -> None:
@@ -656,15 +662,10 @@ class ZooKeeperMetadataStore(MetadataStore):
 
     async def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
         validate_path(path)
-        children, _ = await self._children(path, watch)
-        return children
-
-    async def _children(
-        self, path: str, watch: WatchCallback | None
-    ) -> tuple[list[str], ZnodeStat]:
-        """The children and the stat (whose ``pzxid`` a child watch is armed on)."""
-        return await self._call(
+        # With the parent's stat, whose pzxid a child watch is armed on.
+        children, _ = await self._call(
             path,
             lambda client: client.get_children_async(path, self._watcher(watch), include_data=True),
             self._arming(self._child_watches, path, watch, lambda value: value[1].pzxid),
         )
+        return children

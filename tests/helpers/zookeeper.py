@@ -1,7 +1,7 @@
 """A real Apache ZooKeeper server for tests, from Debian's ``zookeeper`` package.
 
 It runs as a plain process (not Debian's service) on 127.0.0.1 and a free port,
-with its data in the test's directory, and is ready once it answers ``ruok``::
+with its data in the test's directory, and is ready once it serves sessions::
 
     zookeeper = ZooKeeperServer(tmp_path).start()
     store = ZooKeeperMetadataStore(zookeeper.connect + "/chroot")
@@ -83,12 +83,14 @@ class ZooKeeperServer(ManagedBroker):
         ]
 
     def wait_ready(self, drain: OutputDrain, timeout: float) -> str | None:
+        """Wait for ``srvr`` to report a mode: ``ruok`` answers ``imok`` already while
+        the server is still loading its data and turns sessions away."""
         deadline = time.monotonic() + timeout
-        while self.four_letter_word("ruok") != "imok":
+        while "Mode:" not in self.four_letter_word("srvr"):
             if not self.is_running:
-                return "the JVM exited before ZooKeeper answered ruok"
+                return "the JVM exited before ZooKeeper served sessions"
             if time.monotonic() > deadline:
-                return f"no answer to ruok within {timeout} s"
+                return f"ZooKeeper did not serve sessions within {timeout} s"
             time.sleep(0.05)
         return None
 

@@ -227,7 +227,10 @@ async def test_delete_non_empty_and_recursive(backend: Backend) -> None:
     await store.create("/t/c")
     with pytest.raises(NotEmptyError):
         await store.delete("/t")
-    await store.delete("/t", recursive=True)
+    with pytest.raises(BadVersionError):
+        await store.delete("/t", version=7, recursive=True)
+    assert await store.exists("/t/a/b") is not None  # nothing deleted
+    await store.delete("/t", version=0, recursive=True)
     assert await store.exists("/t") is None
     assert await store.exists("/t/a/b") is None
 
@@ -280,9 +283,12 @@ async def test_ephemeral_node_vanishes_when_session_closes(backend: Backend) -> 
     assert stat.ephemeral_owner == owner.session_id
     deleted = Recorder()
     await observer.get("/brokers/0", deleted)
+    states = Recorder()
+    owner.add_session_listener(states)
     await owner.close()
     await eventually(lambda: deleted.events)
     assert deleted.events == [WatchedEvent(EventType.DELETED, "/brokers/0")]
+    assert states.events == []  # ending the session on purpose is not losing it
     assert await observer.exists("/brokers/0") is None
     assert await observer.exists("/brokers") is not None  # make_parents made it persistent
     with pytest.raises(SessionExpiredError):
