@@ -24,6 +24,7 @@ from kpybroker.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from kpybroker.topics import topic_name_error
 
 AUTO_CREATE_FROM = 4
 NO_OPERATIONS = -(2**31)
@@ -88,7 +89,13 @@ async def requested_topics(ctx: RequestContext, request: MetadataRequest):
             if topic is None:
                 try:
                     if not allow_create:
-                        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                        # Kafka still validates the name: a bad one is INVALID_TOPIC_EXCEPTION.
+                        invalid = topic_name_error(wanted.name) is not None
+                        raise KafkaError(
+                            ErrorCode.INVALID_TOPIC_EXCEPTION
+                            if invalid
+                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        )
                     topic = await topics.auto_create(wanted.name)
                 except KafkaError as exc:
                     yield error_topic(exc.code, wanted.name)

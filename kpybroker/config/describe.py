@@ -90,6 +90,8 @@ def default_broker_config_entries(
 def broker_key(name: str) -> ConfigKey | None:
     """The table entry that types broker config ``name``; a per-listener override
     (listener.name.NAME.x) is typed by x, as in Kafka's ``KafkaConfig.configType``."""
+    if name in BROKER_CONFIGS:
+        return BROKER_CONFIGS[name]
     for synonym in broker_config_synonyms(name):
         if synonym in BROKER_CONFIGS:
             return BROKER_CONFIGS[synonym]

@@ -123,6 +123,8 @@ class KafkaConnection(asyncio.Protocol):
         """
         transport = self.transport
         for part in parts:
+            if self.closed:
+                return
             if isinstance(part, bytes | bytearray | memoryview):
                 if part:
                     transport.write(part)
@@ -138,6 +140,9 @@ class KafkaConnection(asyncio.Protocol):
                 sent = os.sendfile(self.sock_fd, fd, position, length)
             except (BlockingIOError, InterruptedError):
                 sent = 0
+            except (BrokenPipeError, ConnectionResetError):
+                self.close()  # the client went away mid-response: an ordinary disconnect
+                return
         if sent < length:
             transport.write(os.pread(fd, length - sent, position + sent))
 

@@ -1,0 +1,1 @@
+"""The compatibility suites, one package each (see compat-tests/README.md)."""

@@ -1,0 +1,1 @@
+"""aiokafka (asyncio client) against kpybroker."""

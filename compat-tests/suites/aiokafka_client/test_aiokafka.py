@@ -1,0 +1,229 @@
+"""aiokafka scenarios: what an asyncio application does with a broker.
+
+aiokafka speaks old versions on purpose (ApiVersions v0, InitProducerId v0,
+Metadata v1-5, OffsetCommit v2-3), which the Java and librdkafka suites rarely
+exercise. Each test is a plain function running one ``asyncio.run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+CODECS = (None, "gzip", "snappy", "lz4", "zstd")
+
+
+def run(coro: Callable[[], Awaitable[Any]]) -> Any:
+    return asyncio.run(asyncio.wait_for(coro(), 90))
+
+
+async def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        await admin.close()
+
+
+async def read_partitions(
+    bootstrap: str, topic: str, partitions: int, count: int
+) -> dict[int, list[Any]]:
+    """``count`` records in total from the start of every partition (no group)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        got: dict[int, list[Any]] = collections.defaultdict(list)
+        deadline = time.monotonic() + 30
+        while sum(map(len, got.values())) < count and time.monotonic() < deadline:
+            batch = await consumer.getmany(timeout_ms=500)
+            for tp, records in batch.items():
+                got[tp.partition].extend(records)
+        return got
+    finally:
+        await consumer.stop()
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c or "none")
+def test_produce_with_codec_then_consume(
+    bootstrap: str, topic_name: str, codec: str | None
+) -> None:
+    async def scenario() -> None:
+        await create_topic(bootstrap, topic_name, 1)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, compression_type=codec, linger_ms=5
+        )
+        await producer.start()
+        try:
+            values = [f"value-{i}-".encode() + b"z" * (i % 100) for i in range(300)]
+            futures = [
+                await producer.send(topic_name, v, key=b"k%d" % i) for i, v in enumerate(values)
+            ]
+            metadata = await asyncio.gather(*futures)
+        finally:
+            await producer.stop()
+        assert [m.offset for m in metadata] == list(range(300))
+        got = (await read_partitions(bootstrap, topic_name, 1, 300))[0]
+        assert [r.value for r in got] == values
+        assert [r.key for r in got] == [b"k%d" % i for i in range(300)]
+        assert all(r.timestamp_type == 0 for r in got)
+
+    run(scenario)
+
+
+def test_idempotent_producer_writes_each_record_once(bootstrap: str, topic_name: str) -> None:
+    """enable_idempotence (InitProducerId v0, acks=all): 2,000 concurrent sends, no gap or dup."""
+
+    async def scenario() -> None:
+        await create_topic(bootstrap, topic_name, 3)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=2
+        )
+        await producer.start()
+        try:
+            futures = [
+                await producer.send(topic_name, b"%d" % i, partition=i % 3) for i in range(2000)
+            ]
+            acked = await asyncio.gather(*futures)
+        finally:
+            await producer.stop()
+        for partition in range(3):
+            offsets = sorted(m.offset for m in acked if m.partition == partition)
+            assert offsets == list(range(len(offsets))), f"partition {partition}: gaps or dups"
+        got = await read_partitions(bootstrap, topic_name, 3, 2000)
+        values = [int(r.value) for records in got.values() for r in records]
+        assert sorted(values) == list(range(2000))
+
+    run(scenario)
+
+
+class Group:
+    """``members`` consumers of one group, started together and stopped together."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, members: int) -> None:
+        self.topic = topic
+        self.consumers = [
+            AIOKafkaConsumer(
+                topic,
+                bootstrap_servers=bootstrap,
+                group_id=group,
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+                session_timeout_ms=10000,
+                heartbeat_interval_ms=500,
+            )
+            for _ in range(members)
+        ]
+        self.records: list[list[Any]] = [[] for _ in self.consumers]
+
+    async def __aenter__(self) -> Group:
+        for consumer in self.consumers:
+            await consumer.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for consumer in self.consumers:
+            await consumer.stop()
+
+    async def poll(self) -> None:
+        """One poll by every member, all at once (each keeps what it got)."""
+        batches = await asyncio.gather(*(c.getmany(timeout_ms=200) for c in self.consumers))
+        for mine, batch in zip(self.records, batches, strict=True):
+            for part in batch.values():
+                mine.extend(part)
+
+    def assignments(self) -> list[set[int]]:
+        return [{tp.partition for tp in c.assignment()} for c in self.consumers]
+
+    async def until_every_member_has_partitions(self, partitions: int, timeout: float = 30) -> None:
+        """Poll until the assignments split all partitions among all members."""
+        deadline = time.monotonic() + timeout
+        while True:
+            await self.poll()
+            mine = self.assignments()
+            if all(mine) and sorted(p for a in mine for p in a) == list(range(partitions)):
+                return
+            assert time.monotonic() < deadline, f"assignments never settled: {mine}"
+
+    async def until_consumed(self, count: int, timeout: float = 45) -> list[Any]:
+        """Poll until ``count`` records arrived in total, then commit them; all records."""
+        deadline = time.monotonic() + timeout
+        while sum(map(len, self.records)) < count:
+            assert time.monotonic() < deadline, f"{sum(map(len, self.records))}/{count} consumed"
+            await self.poll()
+        for consumer in self.consumers:
+            await consumer.commit()
+        return [r for mine in self.records for r in mine]
+
+    async def committed(self, partitions: int) -> dict[int, int | None]:
+        first = self.consumers[0]
+        return {p: await first.committed(TopicPartition(self.topic, p)) for p in range(partitions)}
+
+
+async def produce_values(bootstrap: str, topic: str, values: list[bytes], partitions: int) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
+    await producer.start()
+    try:
+        for i, value in enumerate(values):
+            await producer.send(topic, value, partition=i % partitions)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+def test_group_consumers_share_partitions_commit_and_resume(
+    bootstrap: str, topic_name: str
+) -> None:
+    """Two members split four partitions, read each record once, commit; a restart resumes."""
+
+    async def scenario() -> None:
+        await create_topic(bootstrap, topic_name, 4)
+        group = f"{topic_name}-group"
+        first = [b"first-%d" % i for i in range(400)]
+        async with Group(bootstrap, topic_name, group, 2) as members:
+            # Both members own partitions before anything is produced, so both must read.
+            await members.until_every_member_has_partitions(4)
+            await produce_values(bootstrap, topic_name, first, 4)
+            consumed = await members.until_consumed(400)
+            assert sorted(r.value for r in consumed) == sorted(first), "each record once"
+            assert all(members.records), "a member with partitions read nothing"
+            assert await members.committed(4) == {p: 100 for p in range(4)}
+
+        later = [b"second-%d" % i for i in range(8)]
+        await produce_values(bootstrap, topic_name, later, 4)
+        async with Group(bootstrap, topic_name, group, 1) as member:
+            consumed = await member.until_consumed(8)
+            assert sorted(r.value for r in consumed) == sorted(later), "resumed from the commits"
+            assert await member.committed(4) == {p: 102 for p in range(4)}
+
+    run(scenario)
+
+
+def test_admin_create_describe_delete(bootstrap: str, topic_name: str) -> None:
+    async def scenario() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.create_topics(
+                [NewTopic(topic_name, 2, 1, topic_configs={"retention.ms": "3600000"})]
+            )
+            assert topic_name in await admin.list_topics()
+            [described] = await admin.describe_topics([topic_name])
+            assert described["error_code"] == 0 and len(described["partitions"]) == 2, described
+            await admin.delete_topics([topic_name])
+            deadline = time.monotonic() + 20
+            while topic_name in await admin.list_topics():
+                assert time.monotonic() < deadline, "topic still listed after delete"
+                await asyncio.sleep(0.2)
+        finally:
+            await admin.close()
+
+    run(scenario)

@@ -1,0 +1,1 @@
+"""The differential suite: the same scripted scenarios against Apache Kafka and kpybroker."""

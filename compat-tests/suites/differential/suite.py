@@ -1,0 +1,63 @@
+"""The differential suite: scripted raw-protocol scenarios against Apache Kafka and kpybroker."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from compat.install import kafka_jars, kafka_version
+from compat.suite import PytestSuite
+from tests.helpers.reference_kafka import SINGLE_NODE_DEFAULTS
+
+from .allowlist import KINDS, load
+
+
+class DifferentialSuite(PytestSuite):
+    name = "differential"
+    title = "Differential against Apache Kafka"
+    summary = (
+        "raw-protocol scenarios against Kafka and kpybroker: error codes, ApiVersions, "
+        "metadata, offsets, group states, config defaults"
+    )
+    what = (
+        "the same raw-protocol scenarios against a fresh Apache Kafka (KRaft, one node) and "
+        "kpybroker, comparing error codes for bad requests (unknown topic, invalid partition "
+        "count, out-of-range offset, oversized batch, bad CRC, wrong generation...), ApiVersions "
+        "ranges, metadata shape, offsets after each step, group states and DescribeConfigs "
+        "defaults; differences fail unless allowlisted with a reason"
+    )
+    needs_reference = True
+    # kpybroker gets the settings the reference Kafka runs with, so that
+    # config values and group timings are comparable.
+    # Both brokers are also told their node id and advertised listener, which
+    # the reference's server.properties sets (so both report them as static).
+    broker_overrides: ClassVar[dict[str, object]] = {
+        **SINGLE_NODE_DEFAULTS,
+        "broker.id": 0,
+        "node.id": 0,
+        "advertised.listeners": "PLAINTEXT://{host}:{port}",
+    }
+    test_timeout = 120.0
+    run_timeout = 600.0
+
+    def install(self) -> dict[str, str]:
+        kafka_jars()
+        return {"Apache Kafka (reference)": kafka_version()}
+
+    def notes(self) -> list[str]:
+        """The allowlist, broker bugs first: they are known failures in all but name."""
+        entries = load()
+        if not entries:
+            return ["Allowed differences: none."]
+        lines = [f"Allowed differences ({len(entries)} entries in `allowlist.toml`), by kind:"]
+        for kind in ("broker-bug", *(k for k in KINDS if k != "broker-bug")):
+            chosen = [e for e in entries if e.kind == kind]
+            if chosen:
+                lines += ["", f"{kind} ({len(chosen)}):", ""]
+                lines += [f"- {entry.describe()}" for entry in chosen]
+        return lines
+
+    def annotations(self) -> dict[str, int]:
+        entries = load()
+        counts = {"allowed differences": len(entries)}
+        counts["of them broker bugs"] = sum(e.kind == "broker-bug" for e in entries)
+        return counts

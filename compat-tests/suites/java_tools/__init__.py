@@ -1,0 +1,1 @@
+"""Apache Kafka's own Java tools and clients against kpybroker."""

@@ -1,0 +1,1 @@
+"""KafkaJS against kpybroker (node's test runner; see scenario.test.mjs)."""

@@ -1,0 +1,1 @@
+"""kcat (librdkafka's command-line client) against kpybroker."""
