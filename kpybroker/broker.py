@@ -3,6 +3,9 @@
 Start-up order matters for safety: logs are loaded (and recovered) before
 the listeners accept anything, and the broker registers itself only once it
 can serve. The "ready" line is logged last, when connections are accepted.
+
+Replication and the controller live in ``kpybroker.cluster``; this module only
+feeds them the metadata changes and starts their tasks.
 """
 
 from __future__ import annotations
@@ -10,12 +13,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import kpybroker.apis  # noqa: F401  (registers every handler)
-from kpybroker.cluster.partition import LeaderState, Partition
+from kpybroker.cluster.controller import Controller
+from kpybroker.cluster.registration import register
 from kpybroker.cluster.replica_manager import ReplicaManager
+from kpybroker.cluster.settings import ReplicationSettings
 from kpybroker.config import BrokerConfig, ConfigError, effective_topic_config
 from kpybroker.coordinator.service import GroupCoordinator
 from kpybroker.log.config import LogConfig, LogManagerConfig
@@ -71,6 +78,7 @@ class Broker:
         self.broker_id: int = config.get("broker.id")
         self.connections: set = set()
         self.replicas = ReplicaManager(self.broker_id)
+        self.controller: Controller | None = None
         self.topics = TopicManager(self)
         self.store: MetadataStore | None = None
         self.cluster: ClusterMetadata | None = None
@@ -110,22 +118,32 @@ class Broker:
             self.servers.append(server)
             ports[listener.name] = bound_port(server)
         advertised = config.advertised_listeners(bound_ports=ports)
-        await self.cluster.register_broker(
+        await register(
+            self.cluster,
             self.broker_id,
             [Endpoint(a.name, a.host, a.port, a.security_protocol) for a in advertised],
             config.get("broker.rack"),
+            wait_s=2 * config.get_int("zookeeper.session.timeout.ms") / 1000,
         )
-        await self.cluster.elect_controller(self.broker_id)
+        settings = ReplicationSettings.from_config(config)
+        self.replicas.start(self.logs, self.cluster, self.log_config_for, settings)
+        self.controller = Controller(self.broker_id, self.cluster, settings, self.unclean_allowed)
         self.cluster.add_listener(self.on_metadata_change)
+        self.cluster.add_listener(self.controller.on_change)
         self.remove_stray_logs()
         for name in list(self.cluster.topics()):
-            self.apply_topic(name)
+            self.replicas.apply_topic(name)
+        await self.controller.start()
         await self.coordinator.start()
         for server in self.servers:
             await server.start_serving()
-        self.tasks.append(asyncio.create_task(self.housekeeping(), name="housekeeping"))
+        self.start_task(self.housekeeping(), "housekeeping")
         if self.logs.cleaner is not None:
-            self.tasks.append(asyncio.create_task(self.logs.cleaner.run(), name="log-cleaner"))
+            self.start_task(self.logs.cleaner.run(), "log-cleaner")
+        self.start_task(self.controller.run(), "controller")
+        if settings.auto_leader_rebalance:
+            self.start_task(self.controller.run_rebalance(), "leader-rebalance")
+        self.start_task(self.replicas.run_isr_expiration(), "isr-expiration")
         log.info(
             "Broker %d started in %.0f ms (cluster %s); ready, listening on %s",
             self.broker_id,
@@ -142,6 +160,7 @@ class Broker:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.replicas.stop()
         await self.coordinator.stop()
         if self.logs is not None:
             self.logs.close()
@@ -149,6 +168,9 @@ class Broker:
             await self.cluster.close()
         if self.store is not None:
             await self.store.close()
+
+    def start_task(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        self.tasks.append(asyncio.create_task(work, name=name))
 
     async def housekeeping(self) -> None:
         """Checkpoints, flushes and retention at their configured intervals (LogManager decides)."""
@@ -169,32 +191,9 @@ class Broker:
         values = effective_topic_config(self.config, self.topic_overrides(topic))
         return LogConfig.from_topic_config(values)
 
-    def apply_topic(self, name: str) -> None:
-        """Make this broker's partitions of ``name`` match the cluster metadata."""
-        meta = self.cluster.topics().get(name)
-        if meta is None:
-            for partition in self.replicas.remove_topic(name):
-                self.logs.delete_partition(name, partition.index)
-            return
-        config = self.log_config_for(name)
-        min_isr = config.min_insync_replicas
-        topic_id = meta.topic_id.bytes
-        for index, pm in meta.partitions.items():
-            existing = self.replicas.get(name, index)
-            if self.broker_id not in pm.replicas:
-                continue
-            state = LeaderState(pm.leader, pm.leader_epoch, list(pm.replicas), list(pm.isr))
-            if existing is not None:
-                existing.state = state
-                existing.min_insync_replicas = min_isr
-                existing.maybe_advance_high_watermark()
-                continue
-            plog = self.logs.get_or_create(name, index, topic_id, config)
-            if state.leader == self.broker_id:
-                plog.maybe_assign_epoch_start_offset(state.leader_epoch, plog.log_end_offset)
-            partition = Partition(name, index, topic_id, plog, self.broker_id, state, min_isr)
-            partition.maybe_advance_high_watermark()
-            self.replicas.add(partition)
+    def unclean_allowed(self, topic: str) -> bool:
+        """``unclean.leader.election.enable`` for ``topic`` (a topic config; a broker default)."""
+        return self.log_config_for(topic).unclean_leader_election_enable
 
     def remove_stray_logs(self) -> None:
         """Delete logs whose topic is gone from the metadata, or was recreated under a new ID."""
@@ -207,7 +206,9 @@ class Broker:
 
     def on_metadata_change(self, change: MetadataChange) -> None:
         if change.kind in (ChangeKind.TOPIC, ChangeKind.PARTITION):
-            self.apply_topic(change.name)
+            self.replicas.apply_topic(change.name)
+        elif change.kind == ChangeKind.SESSION:
+            self.replicas.set_fenced(self.cluster.session_lost)
         elif change.kind == ChangeKind.TOPIC_CONFIG:
             self.apply_topic_config(change.name)
         elif change.kind == ChangeKind.BROKER_CONFIG and change.name in (
@@ -222,9 +223,7 @@ class Broker:
         """Give the topic's logs and partitions its current effective config."""
         config = self.log_config_for(name)
         self.logs.update_config(name, config)
-        for partition in self.replicas.partitions.values():
-            if partition.topic == name:
-                partition.min_insync_replicas = config.min_insync_replicas
+        self.replicas.apply_min_insync_replicas(name, config.min_insync_replicas)
 
     def load_dynamic_config(self) -> None:
         """Layer the dynamic broker configs of the metadata store over the static ones.

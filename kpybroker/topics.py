@@ -7,13 +7,13 @@ admin client sees the same error for the same mistake.
 
 from __future__ import annotations
 
-import random
 import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kpybroker.cluster.assignment import assign_replicas
 from kpybroker.config import validate_topic_configs
 from kpybroker.config.describe import ConfigEntry, topic_config_entries
 from kpybroker.metadata.cluster import (
@@ -84,33 +84,6 @@ class Topic:
     def replication_factor(self) -> int:
         first = self.meta.partitions.get(0)
         return len(first.replicas) if first else 0
-
-
-def assign_replicas(
-    brokers: list[int], partitions: int, replication_factor: int, first_partition: int = 0
-) -> dict[int, list[int]]:
-    """Spread replicas over brokers as Kafka's rack-unaware assignment does.
-
-    Leaders go round-robin from a random broker; each partition's followers
-    follow its leader at a shift that grows every full round, so that
-    replicas of consecutive partitions do not pile onto the same brokers.
-    """
-    brokers = sorted(brokers)
-    n = len(brokers)
-    start = random.randrange(n)
-    shift = random.randrange(n)
-    assignment = {}
-    for i in range(partitions):
-        p = first_partition + i
-        if i > 0 and i % n == 0:
-            shift += 1
-        leader = (start + i) % n
-        replicas = [brokers[leader]]
-        for j in range(replication_factor - 1):
-            step = 1 + (shift + j) % (n - 1) if n > 1 else 0
-            replicas.append(brokers[(leader + step) % n])
-        assignment[p] = replicas
-    return assignment
 
 
 def check_replica_list(replicas: list[int], live: list[int]) -> None:
@@ -201,14 +174,22 @@ class TopicManager:
                 ErrorCode.INVALID_REPLICATION_FACTOR,
                 "Replication factor must be larger than 0, or -1 to use the default value.",
             )
-        if replication_factor > len(live):
+        return self.spread(num_partitions, replication_factor)
+
+    def spread(
+        self, partitions: int, replication_factor: int, first_partition: int = 0
+    ) -> dict[int, list[int]]:
+        """Replicas for new partitions across the live brokers and their racks; a replication
+        factor above the live broker count is INVALID_REPLICATION_FACTOR, as in Kafka."""
+        racks = {broker: reg.rack for broker, reg in self.cluster.live_brokers().items()}
+        if replication_factor > len(racks):
             raise KafkaError(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replication_factor} time(s): The target "
                 f"replication factor of {replication_factor} cannot be reached because only "
-                f"{len(live)} broker(s) are registered.",
+                f"{len(racks)} broker(s) are registered.",
             )
-        return assign_replicas(live, num_partitions, replication_factor)
+        return assign_replicas(racks, partitions, replication_factor, first_partition)
 
     @staticmethod
     def check_assignment(
@@ -254,7 +235,7 @@ class TopicManager:
             )
             return Topic(fake)
         await self.cluster.create_topic(name, plan, configs)
-        self.broker.apply_topic(name)
+        self.broker.replicas.apply_topic(name)
         return self.get(name)
 
     async def auto_create(self, name: str) -> Topic:
@@ -297,14 +278,7 @@ class TopicManager:
         live = sorted(self.cluster.live_brokers())
         factor = topic.replication_factor
         if assignments is None:
-            if factor > len(live):
-                raise KafkaError(
-                    ErrorCode.INVALID_REPLICATION_FACTOR,
-                    f"Unable to replicate the partition {factor} time(s): The target replication "
-                    f"factor of {factor} cannot be reached because only {len(live)} broker(s) "
-                    "are registered.",
-                )
-            plan = assign_replicas(live, additional, factor, first_partition=current)
+            plan = self.spread(additional, factor, first_partition=current)
         else:
             if len(assignments) != additional:
                 raise KafkaError(
@@ -341,7 +315,7 @@ class TopicManager:
             await self.cluster.delete_topic(name)
         except UnknownTopicError:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
-        self.broker.apply_topic(name)
+        self.broker.replicas.apply_topic(name)
         return topic.topic_id
 
     def describe_configs(self, topic: Topic) -> list[ConfigEntry]:

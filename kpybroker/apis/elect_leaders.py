@@ -1,15 +1,15 @@
-"""ElectLeaders (key 43): ask for preferred or unclean leader elections.
+"""ElectLeaders (key 43): ask the controller for preferred or unclean leader elections.
 
 Versions: 0 elects preferred leaders; 1 adds the election type (0 preferred,
 1 unclean) and a top-level error code; 2 is flexible. A null partition list means
 every partition, and then partitions that need no election are left out, as the
 Kafka controller answers.
 
-What is answered is what is true: a partition led by its preferred replica (the
-first of its replicas) needs no preferred election, and one with a live leader
-needs no unclean one. Moving leadership to another broker is the replication
-controller's job; until kpybroker has one, such a request is answered
-PREFERRED_LEADER_NOT_AVAILABLE (or ELIGIBLE_LEADERS_NOT_AVAILABLE), saying why.
+As in Kafka's ZooKeeper mode the controller decides (admin clients send this
+request to the controller named in Metadata); another broker answers
+NOT_CONTROLLER, for the whole request from v1 and for each partition in v0.
+A partition led by its preferred replica (the first of its replicas) needs no
+preferred election, and one with a live leader needs no unclean one.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from kpybroker.apis.registry import RequestContext, api
+from kpybroker.cluster.controller import NotControllerError
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import elect_leaders
 from kpybroker.protocol.messages.elect_leaders import (
@@ -25,9 +26,8 @@ from kpybroker.protocol.messages.elect_leaders import (
     PartitionResult,
     ReplicaElectionResult,
 )
-from kpybroker.topics import Topic
 
-NO_LEADER_MOVES = "kpybroker does not move partition leadership between brokers"
+TOP_LEVEL_ERROR_FROM = 1
 
 
 class ElectionType(IntEnum):
@@ -35,62 +35,44 @@ class ElectionType(IntEnum):
     UNCLEAN = 1
 
 
-def elect(
-    ctx: RequestContext, name: str, topic: Topic | None, partition: int, election: int
-) -> PartitionResult:
-    """The outcome for one partition (Kafka's ``ReplicationControlManager.electLeader``)."""
-    result = PartitionResult(partition_id=partition, error_message=None)
-    state = None if topic is None else topic.partitions.get(partition)
-    if state is None:
-        result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        result.error_message = (
-            f"No such topic as {name}"
-            if topic is None
-            else f"No such partition as {name}-{partition}"
-        )
-    elif election == ElectionType.PREFERRED:
-        preferred = state.replicas[0] if state.replicas else None
-        if state.leader == preferred:
-            result.error_code = ErrorCode.ELECTION_NOT_NEEDED
-        else:
-            result.error_code = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
-            result.error_message = NO_LEADER_MOVES
-    elif state.leader in ctx.broker.live_broker_ids():
-        result.error_code = ErrorCode.ELECTION_NOT_NEEDED
-    else:
-        result.error_code = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
-        result.error_message = NO_LEADER_MOVES
-    return result
-
-
 @api(elect_leaders, 0, 2)
 async def handle_elect_leaders(
     ctx: RequestContext, request: ElectLeadersRequest
 ) -> ElectLeadersResponse:
-    topics = ctx.broker.topics
+    broker = ctx.broker
     election = request.election_type
     response = ElectLeadersResponse(replica_election_results=[])
     if election not in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
         response.error_code = ErrorCode.INVALID_REQUEST
         return response
-    if request.topic_partitions is None:
-        for topic in sorted(topics.all(), key=lambda t: t.name):
-            outcomes = [
-                elect(ctx, topic.name, topic, p, election) for p in sorted(topic.partitions)
-            ]
-            needed = [r for r in outcomes if r.error_code != ErrorCode.ELECTION_NOT_NEEDED]
-            response.replica_election_results.append(
-                ReplicaElectionResult(topic=topic.name, partition_result=needed)
-            )
-        return response
-    for wanted in request.topic_partitions:
-        topic = topics.get(wanted.topic)
-        response.replica_election_results.append(
-            ReplicaElectionResult(
-                topic=wanted.topic,
-                partition_result=[
-                    elect(ctx, wanted.topic, topic, p, election) for p in wanted.partitions
-                ],
-            )
+    everything = request.topic_partitions is None
+    if everything:
+        wanted = [
+            (topic.name, p)
+            for topic in sorted(broker.topics.all(), key=lambda t: t.name)
+            for p in sorted(topic.partitions)
+        ]
+    else:
+        wanted = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+    try:
+        outcomes = await broker.controller.elect_leaders(
+            wanted, unclean=election == ElectionType.UNCLEAN
         )
+    except NotControllerError as exc:
+        if ctx.api_version >= TOP_LEVEL_ERROR_FROM:
+            response.error_code = exc.code
+            return response
+        outcomes = dict.fromkeys(wanted, exc)
+    # Every topic when all were asked for (even with nothing to report), in request order.
+    by_topic: dict[str, list[PartitionResult]] = {t: [] for t, _ in wanted} if everything else {}
+    for (topic, partition), error in outcomes.items():
+        result = PartitionResult(partition_id=partition, error_message=None)
+        if error is not None:
+            result.error_code, result.error_message = error.code, error.message
+        if not (everything and result.error_code == ErrorCode.ELECTION_NOT_NEEDED):
+            by_topic.setdefault(topic, []).append(result)
+    response.replica_election_results = [
+        ReplicaElectionResult(topic=topic, partition_result=results)
+        for topic, results in by_topic.items()
+    ]
     return response

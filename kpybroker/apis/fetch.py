@@ -13,24 +13,39 @@ fetch naming a session ID therefore refers to a session that does not exist.
 Records are never decoded: the log returns file ranges of whole batches,
 which the connection sends with sendfile. When there is less than
 ``min_bytes`` to send, the request waits up to ``max_wait_ms`` on the
-partitions' append signals (not a polling loop).
+partitions' signals (not a polling loop): a consumer's fetch for the high
+watermark to move, a follower's for an append.
+
+Only the leader serves fetches. Followers fetch too, with their broker id as
+``replica_id``: they read up to the log end, and their fetch offsets are how
+the leader tracks them (``kpybroker.cluster``). A fetch sent to a broker that
+does not lead gets NOT_LEADER_OR_FOLLOWER with the current leader (v12+) and
+its endpoint (v16+).
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from kpybroker.apis.leadership import HINTED_ERRORS, leader_endpoints
 from kpybroker.apis.registry import RequestContext, api
+from kpybroker.cluster.partition import Partition
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import fetch
 from kpybroker.protocol.messages.fetch import (
     FetchableTopicResponse,
+    FetchPartition,
     FetchRequest,
     FetchResponse,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionData,
 )
 
 TOPIC_IDS_FROM = 13
+CURRENT_LEADER_FROM = 12
+REPLICA_STATE_FROM = 15
+NODE_ENDPOINTS_FROM = 16
 READ_COMMITTED = 1
 
 
@@ -42,16 +57,36 @@ def session_error(request: FetchRequest) -> ErrorCode:
     return ErrorCode.NONE
 
 
+def replica_id_of(request: FetchRequest, api_version: int) -> int:
+    """The fetching follower's broker id; negative for a consumer."""
+    if api_version >= REPLICA_STATE_FROM:
+        return request.replica_state.replica_id
+    return request.replica_id
+
+
 class FetchPlan:
-    """One pass over the requested partitions; rerun after each wake-up."""
+    """One pass over the requested partitions; rerun after each wake-up.
+
+    A follower's fetch (``replica_id`` >= 0) reads up to the log end rather
+    than the high watermark, and its fetch offset, which is its own log end,
+    is reported to the partition once, on the first pass: that is how the
+    leader learns the follower's progress.
+    """
 
     def __init__(self, ctx: RequestContext, request: FetchRequest) -> None:
         self.ctx = ctx
         self.request = request
         self.by_id = ctx.api_version >= TOPIC_IDS_FROM
-        self.partitions = []  # resolved Partition objects, for waiting on appends
+        self.replica_id = replica_id_of(request, ctx.api_version)
+        self.partitions: list[Partition] = []  # resolved partitions, for waiting on appends
+        self.hinted_leaders: set[int] = set()
         self.bytes = 0
         self.errors = False
+        self.passes = 0
+
+    @property
+    def from_follower(self) -> bool:
+        return self.replica_id >= 0
 
     def run(self) -> list[FetchableTopicResponse]:
         replicas = self.ctx.broker.replicas
@@ -70,16 +105,12 @@ class FetchPlan:
                 try:
                     if name is None:
                         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
-                    partition = replicas.leader_partition(name, fp.partition)
-                    partition.check_leader_epoch(fp.current_leader_epoch)
+                    partition = replicas.partition_for(name, fp.partition, fp.current_leader_epoch)
                     self.partitions.append(partition)
                     limit = min(fp.partition_max_bytes, remaining)
-                    records = partition.read_records(fp.fetch_offset, limit, min_one)
+                    records = self.read(partition, fp, limit, min_one)
                 except KafkaError as exc:
-                    # Kafka reports -1 for every offset of a partition it could not read.
-                    pd.error_code = exc.code
-                    pd.last_stable_offset = pd.log_start_offset = -1
-                    self.errors = True
+                    self.fail(pd, name, exc)
                     continue
                 pd.high_watermark = partition.high_watermark
                 pd.last_stable_offset = partition.high_watermark
@@ -96,7 +127,25 @@ class FetchPlan:
                 else:
                     pd.records = b""
             responses.append(result)
+        self.passes += 1
         return responses
+
+    def read(self, partition: Partition, fp: FetchPartition, limit: int, min_one: bool):
+        follower = self.from_follower
+        records = partition.read_records(fp.fetch_offset, limit, min_one, for_follower=follower)
+        if follower and not self.passes:
+            partition.update_follower(self.replica_id, fp.fetch_offset)
+        return records
+
+    def fail(self, pd: PartitionData, name: str | None, exc: KafkaError) -> None:
+        # Kafka reports -1 for every offset of a partition it could not read.
+        pd.error_code = exc.code
+        pd.last_stable_offset = pd.log_start_offset = -1
+        self.errors = True
+        if exc.code in HINTED_ERRORS and self.ctx.api_version >= CURRENT_LEADER_FROM:
+            hint = self.ctx.broker.replicas.leader_hint(name, pd.partition_index)
+            pd.current_leader = LeaderIdAndEpoch(hint.leader_id, hint.leader_epoch)
+            self.hinted_leaders.add(hint.leader_id)
 
 
 @api(fetch, 4, 17)
@@ -112,8 +161,16 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         timeout = deadline - loop.time()
         if timeout <= 0:
             break
-        woken = await ctx.broker.replicas.wait_for_append(plan.partitions, timeout)
+        woken = await ctx.broker.replicas.wait_for_append(
+            plan.partitions, timeout, for_follower=plan.from_follower
+        )
         if not woken:
             break
         responses = plan.run()
-    return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+    response = FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+    if plan.hinted_leaders and ctx.api_version >= NODE_ENDPOINTS_FROM:
+        response.node_endpoints = [
+            NodeEndpoint(a.broker_id, a.host, a.port, a.rack)
+            for a in leader_endpoints(ctx, plan.hinted_leaders)
+        ]
+    return response

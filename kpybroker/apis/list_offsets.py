@@ -5,6 +5,9 @@ offset and its timestamp; 2 adds the isolation level; 4 leader epochs; 6 is
 flexible; 7 adds the max-timestamp query (-3); 8 earliest-local (-4); 9
 latest-tiered (-5); 10 a timeout.
 
+A follower (``replica_id`` >= 0) asking for -1 gets the log end offset: it
+asks when its fetch offset is out of range, to find the leader's log end.
+
 Special timestamps: -1 latest (the high watermark, or the last stable offset
 under read_committed), -2 earliest (the log start), -3 the record with the
 largest timestamp, -4 the earliest local offset (the log start: all data is
@@ -29,13 +32,13 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 NEEDS_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 
 
-def lookup(partition, timestamp: int, version: int) -> tuple[int, int]:
+def lookup(partition, timestamp: int, version: int, from_follower: bool) -> tuple[int, int]:
     """Return (timestamp, offset) for one query; (-1, -1) when nothing matches."""
     log = partition.log
     if timestamp in NEEDS_VERSION and version < NEEDS_VERSION[timestamp]:
         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION)
     if timestamp == LATEST:
-        return -1, partition.high_watermark
+        return -1, log.log_end_offset if from_follower else partition.high_watermark
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log.log_start_offset
     if timestamp == LATEST_TIERED:
@@ -60,9 +63,12 @@ async def handle_list_offsets(
         for p in topic.partitions:
             resp = ListOffsetsPartitionResponse(partition_index=p.partition_index)
             try:
-                partition = replicas.leader_partition(topic.name, p.partition_index)
-                partition.check_leader_epoch(p.current_leader_epoch)
-                resp.timestamp, resp.offset = lookup(partition, p.timestamp, ctx.api_version)
+                partition = replicas.partition_for(
+                    topic.name, p.partition_index, p.current_leader_epoch
+                )
+                resp.timestamp, resp.offset = lookup(
+                    partition, p.timestamp, ctx.api_version, request.replica_id >= 0
+                )
                 resp.leader_epoch = partition.leader_epoch
             except KafkaError as exc:
                 resp.error_code = exc.code

@@ -34,8 +34,7 @@ async def handle_offset_for_leader_epoch(
         for p in topic.partitions:
             result = EpochEndOffset(partition=p.partition)
             try:
-                partition = replicas.leader_partition(topic.topic, p.partition)
-                partition.check_leader_epoch(p.current_leader_epoch)
+                partition = replicas.partition_for(topic.topic, p.partition, p.current_leader_epoch)
                 result.leader_epoch, result.end_offset = partition.end_offset_for_epoch(
                     p.leader_epoch
                 )

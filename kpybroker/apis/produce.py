@@ -8,14 +8,23 @@ hint for NOT_LEADER_OR_FOLLOWER; 11 is the same wire as 10.
 
 Nothing here decodes a record: the batch header and its CRC are checked,
 then the log stamps the offsets into the header and appends the bytes.
+
+With acks=all the answer waits, up to the request's ``timeout_ms``, for the
+high watermark to pass the batch, that is for every in-sync replica to hold
+it (REQUEST_TIMED_OUT otherwise). Only the leader appends; another broker
+answers NOT_LEADER_OR_FOLLOWER with the current leader and its endpoint.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import NamedTuple
 
+from kpybroker.apis.leadership import HINTED_ERRORS, leader_endpoints
 from kpybroker.apis.produce_validation import in_topic_codec
 from kpybroker.apis.registry import CloseConnection, RequestContext, api
+from kpybroker.cluster.partition import Partition
 from kpybroker.log.record_validation import RecordValidationError
 from kpybroker.protocol import compression, records
 from kpybroker.protocol.errors import ErrorCode, KafkaError
@@ -23,6 +32,7 @@ from kpybroker.protocol.messages import produce
 from kpybroker.protocol.messages.produce import (
     BatchIndexAndErrorMessage,
     LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
@@ -33,8 +43,22 @@ log = logging.getLogger(__name__)
 
 VALID_ACKS = (-1, 0, 1)
 ZSTD_MIN_PRODUCE_VERSION = 7
+NODE_ENDPOINTS_FROM = 10
 
 
+# Errors Kafka answers with an unknown log start offset (ReplicaManager.appendToLocalLog).
+NO_LOG_START_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.INVALID_RECORD,
+        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+    }
+)
 ONE_BATCH = "Produce requests with version 3 or later must contain exactly one record batch"
 
 
@@ -47,7 +71,10 @@ def validate_records(
     stops at an incomplete one. Only the header and the CRC are checked.
     """
     size = -1 if data is None else records.batch_size(data)
-    if size < records.BATCH_HEADER_SIZE or size != len(data):
+    if 0 <= size < records.BATCH_HEADER_SIZE:
+        # Kafka's batch iterator refuses a length below the minimum batch overhead.
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record batch size {size} is too small")
+    if size < 0 or size != len(data):
         raise KafkaError(ErrorCode.INVALID_RECORD, ONE_BATCH)
     if size > max_message_bytes:
         raise KafkaError(
@@ -65,11 +92,21 @@ def validate_records(
     return data
 
 
+class Appended(NamedTuple):
+    """A batch in the log, whose acks=all answer waits for the high watermark to pass it."""
+
+    response: PartitionProduceResponse
+    partition: Partition
+    end_offset: int
+
+
 def produce_partition(
     ctx: RequestContext, topic: str, index: int, data: memoryview | None, acks: int
-) -> PartitionProduceResponse:
+) -> tuple[PartitionProduceResponse, Appended | None]:
+    """Append one partition's batch; the answer, and what was appended."""
     broker = ctx.broker
     response = PartitionProduceResponse(index=index)
+    partition = None
     try:
         partition = broker.replicas.leader_partition(topic, index)
         batch = validate_records(data, ctx.api_version, partition.log.config.max_message_bytes)
@@ -79,24 +116,49 @@ def produce_partition(
         response.error_code = exc.code
         response.error_message = exc.message
         response.base_offset = -1
-        if exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-            leader_id, leader_epoch = broker.replicas.leader_hint(topic, index)
-            response.current_leader = LeaderIdAndEpoch(leader_id, leader_epoch)
+        if partition is not None and exc.code not in NO_LOG_START_ERRORS:
+            # As Kafka's ReplicaManager: failures other than these report the log start.
+            response.log_start_offset = partition.log.log_start_offset
+        if exc.code in HINTED_ERRORS:
+            hint = broker.replicas.leader_hint(topic, index)
+            response.current_leader = LeaderIdAndEpoch(hint.leader_id, hint.leader_epoch)
         if isinstance(exc, RecordValidationError):  # e.g. keyless records, compacted topic
             response.record_errors = [BatchIndexAndErrorMessage(i, m) for i, m in exc.record_errors]
             response.log_start_offset = exc.log_start_offset
-        return response
+        return response, None
     response.base_offset = result.base_offset
     response.log_append_time_ms = result.log_append_time
     response.log_start_offset = result.log_start_offset
-    return response
+    return response, Appended(response, partition, result.last_offset + 1)
+
+
+async def wait_for_replication(appended: list[Appended], timeout_ms: int) -> None:
+    """acks=all: wait until every appended batch is below its partition's high watermark.
+
+    What is not replicated within the request's timeout is REQUEST_TIMED_OUT
+    (the records stay in the log and may still be committed; the producer
+    retries, and idempotence makes the retry a duplicate). The other errors
+    come from ``Partition.wait_for_high_watermark``.
+    """
+    waits = {
+        asyncio.ensure_future(partition.wait_for_high_watermark(end)): response
+        for response, partition, end in appended
+    }
+    done, pending = await asyncio.wait(waits, timeout=max(timeout_ms, 0) / 1000)
+    for task in pending:
+        task.cancel()
+    for task, response in waits.items():
+        error = task.result() if task in done else ErrorCode.REQUEST_TIMED_OUT
+        if error:
+            response.error_code = error
+            response.base_offset = -1
 
 
 @api(produce, 3, 11, advertised_min=0)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     acks = request.acks
     responses = []
-    failed = False
+    appended = []
     for topic_data in request.topic_data:
         parts = []
         for pd in topic_data.partition_data:
@@ -105,13 +167,27 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                     index=pd.index, base_offset=-1, error_code=ErrorCode.INVALID_REQUIRED_ACKS
                 )
             else:
-                part = produce_partition(ctx, topic_data.name, pd.index, pd.records, acks)
-            failed = failed or part.error_code != ErrorCode.NONE
+                part, batch = produce_partition(ctx, topic_data.name, pd.index, pd.records, acks)
+                if batch is not None and acks == -1:
+                    appended.append(batch)
             parts.append(part)
         responses.append(TopicProduceResponse(name=topic_data.name, partition_responses=parts))
+    if appended:
+        await wait_for_replication(appended, request.timeout_ms)
     if acks == 0:
-        if failed:
+        if any(p.error_code for t in responses for p in t.partition_responses):
             # The client expects no answer; Kafka closes the connection so that it notices.
             raise CloseConnection("an acks=0 produce request failed")
         return None
-    return ProduceResponse(responses=responses)
+    response = ProduceResponse(responses=responses)
+    hinted = {
+        p.current_leader.leader_id
+        for t in responses
+        for p in t.partition_responses
+        if p.error_code in HINTED_ERRORS
+    }
+    if hinted and ctx.api_version >= NODE_ENDPOINTS_FROM:
+        response.node_endpoints = [
+            NodeEndpoint(a.broker_id, a.host, a.port, a.rack) for a in leader_endpoints(ctx, hinted)
+        ]
+    return response

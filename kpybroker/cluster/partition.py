@@ -1,102 +1,311 @@
-"""A partition hosted on this broker: its log and its leadership state.
+"""A partition hosted on this broker: its log, its state znode as last seen, and its role.
 
-The high watermark is kept by the log apart from its end offset. A leader
-advances it to the smallest end offset across the in-sync replicas; while
-this broker is the only one in the ISR that is its own end offset, right
-after each append.
+The state znode (leader, leader epoch, ISR) decides the role; ``apply`` takes
+each new version of it and says what changed (``Transition``), so that the
+replica manager can start or stop fetching.
+
+As leader, the partition keeps each follower's progress (``isr``) and
+advances the high watermark to the smallest log end offset across the ISR;
+while this broker is the only in-sync replica that is its own log end, right
+after each append. Requests wait on it here: acks=all produces for the high
+watermark to pass their last offset, consumer fetches for it to move,
+follower fetches for appends.
+
+Fencing by leader epoch: the log records each epoch's start offset when this
+broker becomes leader (Kafka's ``makeLeader``), so that OffsetForLeaderEpoch
+tells a returning replica where its log diverged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable
 
+from kpybroker.cluster.isr import FollowerProgress, fresh_progress
+from kpybroker.log.partition_log import AppendResult, PartitionLog, ReadResult
+from kpybroker.metadata.cluster import PartitionMetadata
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class LeaderState:
-    """Who leads a partition, as recorded in its state znode."""
-
-    leader: int
-    leader_epoch: int
-    replicas: list[int]
-    isr: list[int]
+def monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
 
 
-@dataclass
+class Transition(enum.Enum):
+    """What a new partition state means for this broker."""
+
+    NONE = "none"
+    """Same leader and epoch: at most the ISR changed."""
+    LEADER = "leader"
+    """This broker now leads, at a new epoch."""
+    FOLLOWER = "follower"
+    """Another broker (or none: leader -1) now leads, at a new epoch."""
+
+
 class Partition:
-    topic: str
-    index: int
-    topic_id: bytes
-    log: object  # kpybroker.log.PartitionLog
-    broker_id: int
-    state: LeaderState
-    min_insync_replicas: int = 1
-    waiters: set[asyncio.Future] = field(default_factory=set)
+    """One replica of a partition on this broker."""
+
+    def __init__(
+        self,
+        log: PartitionLog,
+        topic: str,
+        index: int,
+        topic_id: bytes,
+        broker_id: int,
+        min_insync_replicas: int = 1,
+        clock_ms: Callable[[], int] = monotonic_ms,
+    ) -> None:
+        self.log = log
+        self.topic = topic
+        self.index = index
+        self.topic_id = topic_id
+        self.broker_id = broker_id
+        self.min_insync_replicas = min_insync_replicas
+        self.clock_ms = clock_ms
+        self.meta = PartitionMetadata(index, ())
+        self.leader_epoch_start_offset = -1
+        self.followers: dict[int, FollowerProgress] = {}
+        self.pending_isr: tuple[int, ...] | None = None
+        """An ISR being written by this leader; the high watermark counts it in meanwhile."""
+        #: Called with (partition, follower) when a follower caught up and may join the ISR.
+        self.on_caught_up: Callable[[Partition, int], None] = lambda partition, follower: None
+        self._append_waiters: set[asyncio.Future[bool]] = set()
+        self._hwm_waiters: set[asyncio.Future[bool]] = set()
+        self._acks: list[tuple[int, asyncio.Future[ErrorCode]]] = []
+
+    def __repr__(self) -> str:
+        return (
+            f"Partition({self.topic}-{self.index}, leader={self.leader}, epoch={self.leader_epoch})"
+        )
+
+    # -- state -------------------------------------------------------------------
+
+    @property
+    def leader(self) -> int:
+        return self.meta.leader
 
     @property
     def leader_epoch(self) -> int:
-        return self.state.leader_epoch
+        return self.meta.leader_epoch
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.meta.isr
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        return self.meta.replicas
 
     @property
     def is_leader(self) -> bool:
-        return self.state.leader == self.broker_id
+        return self.meta.leader == self.broker_id
 
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
 
+    def follower(self, broker: int) -> FollowerProgress:
+        progress = self.followers.get(broker)
+        if progress is None:
+            progress = self.followers[broker] = FollowerProgress()
+        return progress
+
+    def apply(self, meta: PartitionMetadata) -> Transition:
+        """Take a new version of the partition's state; say what it means for this broker.
+
+        A change of leader or leader epoch is a transition even when this broker
+        stays leader: the epoch may have been bumped because this broker was
+        away (its ZooKeeper session expired), and what its followers hold is
+        unknown again.
+        """
+        old = self.meta
+        self.meta = meta
+        if old.state is not None and (old.leader, old.leader_epoch) == (
+            meta.leader,
+            meta.leader_epoch,
+        ):
+            if self.is_leader:
+                self.maybe_advance_high_watermark()
+            return Transition.NONE
+        if self.is_leader:
+            self._become_leader()
+            return Transition.LEADER
+        self._resign(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return Transition.FOLLOWER
+
+    def _become_leader(self) -> None:
+        """Kafka's ``makeLeader``: the new epoch starts at the log end; followers are unknown."""
+        end = self.log.log_end_offset
+        self.log.maybe_assign_epoch_start_offset(self.leader_epoch, end)
+        self.leader_epoch_start_offset = end
+        followers = [b for b in self.replicas if b != self.broker_id]
+        self.followers = fresh_progress(followers, self.isr, self.clock_ms())
+        self.pending_isr = None
+        log.info(
+            "%s-%d: leader at epoch %d from offset %d, ISR %s",
+            self.topic,
+            self.index,
+            self.leader_epoch,
+            end,
+            list(self.isr),
+        )
+        self.maybe_advance_high_watermark()
+
+    def _resign(self, error: ErrorCode) -> None:
+        """No longer the leader (or no longer hosted): answer whatever waited on leadership."""
+        self.followers = {}
+        self.pending_isr = None
+        acks, self._acks = self._acks, []
+        for _, future in acks:
+            if not future.done():
+                future.set_result(error)
+        self._wake(self._append_waiters)
+        self._wake(self._hwm_waiters)
+
+    def close(self) -> None:
+        """The partition is no longer hosted here (its topic was deleted)."""
+        self._resign(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """KIP-320 fencing: a client's view of the epoch must match ours (-1 skips the check)."""
-        if current_leader_epoch < 0 or current_leader_epoch == self.state.leader_epoch:
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
             return
-        if current_leader_epoch > self.state.leader_epoch:
+        if current_leader_epoch > self.leader_epoch:
             raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
         raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH)
 
-    def append_as_leader(self, batch: memoryview, required_acks: int):
-        if required_acks == -1 and len(self.state.isr) < self.min_insync_replicas:
+    # -- as leader -------------------------------------------------------------------
+
+    def append_as_leader(self, batch: memoryview | bytearray, required_acks: int) -> AppendResult:
+        """Append a produced batch; NOT_ENOUGH_REPLICAS first when acks=all cannot be met."""
+        if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise KafkaError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
-                f"The size of the current ISR {self.state.isr} is insufficient to satisfy "
+                f"The size of the current ISR {list(self.isr)} is insufficient to satisfy "
                 f"the min.isr requirement of {self.min_insync_replicas} for partition "
                 f"{self.topic}-{self.index}",
             )
         try:
-            result = self.log.append(batch, self.state.leader_epoch)
+            result = self.log.append(batch, self.leader_epoch)
         except OSError as exc:
             log.error("append to %s-%d failed: %s", self.topic, self.index, exc)
             raise KafkaError(
                 ErrorCode.KAFKA_STORAGE_ERROR, f"Disk error when trying to access log file: {exc}"
             ) from exc
-        self.maybe_advance_high_watermark()
-        self.wake_waiters()
+        if not result.duplicate:
+            self._wake(self._append_waiters)
+            self.maybe_advance_high_watermark()
         return result
+
+    async def wait_for_high_watermark(self, offset: int) -> ErrorCode:
+        """Wait until the high watermark reaches ``offset`` (acks=all; Kafka's DelayedProduce).
+
+        NOT_LEADER_OR_FOLLOWER when leadership is lost first. Once reached,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+        ``min.insync.replicas`` meanwhile: the records are committed, but on
+        fewer replicas than asked for.
+        """
+        if not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.high_watermark < offset:
+            future = asyncio.get_running_loop().create_future()
+            self._acks.append((offset, future))
+            try:
+                error = await future
+            finally:
+                self._acks = [(o, f) for o, f in self._acks if f is not future]
+            if error:
+                return error
+        if len(self.isr) < self.min_insync_replicas:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
+
+    def update_follower(self, follower: int, fetch_offset: int) -> None:
+        """A follower fetched from ``fetch_offset``: it holds everything below it."""
+        if follower not in self.replicas:
+            raise KafkaError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"broker {follower} is not a replica of {self.topic}-{self.index}",
+            )
+        end = self.log.log_end_offset
+        progress = self.follower(follower)
+        progress.on_fetch(fetch_offset, end, self.clock_ms())
+        if (
+            follower not in self.isr
+            and fetch_offset >= self.high_watermark
+            and fetch_offset >= self.leader_epoch_start_offset
+        ):
+            self.on_caught_up(self, follower)
+        self.maybe_advance_high_watermark()
 
     def maybe_advance_high_watermark(self) -> None:
         """As leader, move the high watermark up to what every in-sync replica has.
 
-        While this broker is the only in-sync replica that is its own log end,
-        also right after a restart: the checkpointed high watermark may lag the
-        log by a few seconds of acknowledged records.
+        The ISR counted is the larger of the written one and one being written
+        (Kafka's maximal ISR), so that a follower being added holds the high
+        watermark back at once. A follower that has not fetched since this
+        broker became leader holds it where it is. While this broker is the only
+        in-sync replica the high watermark is its log end, also right after a
+        restart, when the checkpointed one may lag the log by a few seconds of
+        acknowledged records.
         """
-        if self.is_leader and self.state.isr == [self.broker_id]:
-            self.log.update_high_watermark(self.log.log_end_offset)
+        if not self.is_leader:
+            return
+        target = self.log.log_end_offset
+        for broker in set(self.isr) | set(self.pending_isr or ()):
+            if broker != self.broker_id:
+                target = min(target, self.follower(broker).log_end_offset)
+        if target > self.log.high_watermark:
+            self.log.update_high_watermark(target)
+            self._wake(self._hwm_waiters)
+            self._complete_acks()
 
-    def read_records(self, offset: int, max_bytes: int, min_one: bool):
-        """File ranges of whole batches from ``offset``, below the high watermark."""
-        return self.log.read(offset, max_bytes, self.log.high_watermark, min_one_message=min_one)
+    def _complete_acks(self) -> None:
+        hwm = self.log.high_watermark
+        for offset, future in self._acks:
+            if offset <= hwm and not future.done():
+                future.set_result(ErrorCode.NONE)
+
+    def read_records(
+        self, offset: int, max_bytes: int, min_one: bool, *, for_follower: bool = False
+    ) -> ReadResult:
+        """Whole batches from ``offset``: below the high watermark for consumers, up to
+        the log end for followers."""
+        limit = self.log.log_end_offset if for_follower else self.log.high_watermark
+        return self.log.read(offset, max_bytes, limit, min_one_message=min_one)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.log.end_offset_for_epoch(epoch)
 
-    def wake_waiters(self) -> None:
-        if self.waiters:
-            waiters, self.waiters = self.waiters, set()
-            for fut in waiters:
-                if not fut.done():
-                    fut.set_result(True)
+    # -- as follower -------------------------------------------------------------------
+
+    def append_as_follower(self, records: memoryview, leader_hwm: int, leader_start: int) -> int:
+        """Append what the leader sent and follow its high watermark and log start offset."""
+        appended = self.log.append_as_follower(records) if records else 0
+        plog = self.log
+        plog.update_high_watermark(min(leader_hwm, plog.log_end_offset))
+        if leader_start > plog.log_start_offset:
+            plog.increment_log_start_offset(min(leader_start, plog.high_watermark))
+        return appended
+
+    # -- waiting -----------------------------------------------------------------------
+
+    def add_waiter(self, future: asyncio.Future[bool], *, for_follower: bool) -> None:
+        """Resolve ``future`` at the next append (followers) or high watermark move (consumers)."""
+        (self._append_waiters if for_follower else self._hwm_waiters).add(future)
+
+    def remove_waiter(self, future: asyncio.Future[bool]) -> None:
+        self._append_waiters.discard(future)
+        self._hwm_waiters.discard(future)
+
+    @staticmethod
+    def _wake(waiters: set[asyncio.Future[bool]]) -> None:
+        for future in waiters:
+            if not future.done():
+                future.set_result(True)
+        waiters.clear()

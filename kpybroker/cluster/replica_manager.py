@@ -1,31 +1,164 @@
-"""The partitions this broker hosts, and the waits of fetches on their appends."""
+"""The partitions this broker hosts, kept in step with their state znodes.
+
+Every change of a topic or of a partition's state znode reaches ``apply_topic``
+(the broker listens to ``ClusterMetadata``): partitions are created, deleted,
+and switched between leader and follower, which starts or stops their
+fetching. Leaders shrink their ISR on a timer (``run_isr_expiration``) and
+expand it as followers catch up, through the ``IsrWriter``.
+
+While the ZooKeeper session is lost this broker is *fenced*: it cannot know
+whether the controller moved leadership meanwhile (its ephemeral registration
+is gone, so the controller counts it dead), so it answers every request for
+leadership with NOT_LEADER_OR_FOLLOWER until the session is back and the
+states are read again. The group coordinator keeps its shards meanwhile; their
+writes fail the same way.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
-from kpybroker.cluster.partition import Partition
+from kpybroker.cluster.isr import IsrWriter
+from kpybroker.cluster.partition import Partition, Transition, monotonic_ms
+from kpybroker.cluster.replica_fetcher import FetcherManager
+from kpybroker.cluster.settings import ReplicationSettings
+from kpybroker.log.config import LogConfig
+from kpybroker.log.log_manager import LogManager
+from kpybroker.metadata.cluster import NO_LEADER, ClusterMetadata, Endpoint
 from kpybroker.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderHint:
+    """The current leader for the current-leader fields of an error answer (KIP-951)."""
+
+    leader_id: int
+    leader_epoch: int
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int) -> None:
+    def __init__(self, broker_id: int, clock_ms: Callable[[], int] = monotonic_ms) -> None:
         self.broker_id = broker_id
+        self.clock_ms = clock_ms
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.topic_names: dict[bytes, str] = {}
+        self.fenced = False
+        self.settings = ReplicationSettings()
+        self._logs: LogManager | None = None
+        self._cluster: ClusterMetadata | None = None
+        self._config_for: Callable[[str], LogConfig] | None = None
+        self._fetchers: FetcherManager | None = None
+        self._isr: IsrWriter | None = None
 
-    def add(self, partition: Partition) -> None:
-        self.partitions[(partition.topic, partition.index)] = partition
-        self.topic_names[partition.topic_id] = partition.topic
+    def start(
+        self,
+        logs: LogManager,
+        cluster: ClusterMetadata,
+        config_for: Callable[[str], LogConfig],
+        settings: ReplicationSettings,
+    ) -> None:
+        self._logs = logs
+        self._cluster = cluster
+        self._config_for = config_for
+        self.settings = settings
+        self._fetchers = FetcherManager(self.broker_id, self.inter_broker_address, settings)
+        self._isr = IsrWriter(cluster, self.clock_ms)
+
+    async def stop(self) -> None:
+        if self._fetchers is not None:
+            await self._fetchers.close()
+        if self._isr is not None:
+            await self._isr.close()
+
+    # -- following the metadata -------------------------------------------------------
+
+    def apply_topic(self, name: str) -> None:
+        """Make this broker's partitions of ``name`` match the cluster metadata."""
+        meta = self._cluster.topics().get(name)
+        if meta is None:
+            for partition in self.remove_topic(name):
+                self._logs.delete_partition(name, partition.index)
+            return
+        config = self._config_for(name)
+        topic_id = meta.topic_id.bytes
+        for index, pm in meta.partitions.items():
+            if self.broker_id not in pm.replicas:
+                continue
+            partition = self.partitions.get((name, index))
+            if partition is not None and partition.topic_id != topic_id:
+                log.warning("%s-%d was re-created under a new topic id", name, index)
+                self._drop(partition)
+                self._logs.delete_partition(name, index)
+                partition = None
+            if partition is None:
+                plog = self._logs.get_or_create(name, index, topic_id, config)
+                partition = Partition(
+                    plog, name, index, topic_id, self.broker_id, clock_ms=self.clock_ms
+                )
+                partition.on_caught_up = self._isr.expand
+                self.partitions[(name, index)] = partition
+                self.topic_names[topic_id] = name
+            partition.min_insync_replicas = config.min_insync_replicas
+            self._transition(partition, partition.apply(pm))
+
+    def _transition(self, partition: Partition, transition: Transition) -> None:
+        if transition is Transition.NONE:
+            return
+        self._fetchers.unfollow(partition.topic, partition.index)
+        if transition is Transition.FOLLOWER and partition.leader != NO_LEADER:
+            self._fetchers.follow(partition)
+
+    def apply_min_insync_replicas(self, topic: str, value: int) -> None:
+        for partition in self.partitions.values():
+            if partition.topic == topic:
+                partition.min_insync_replicas = value
 
     def remove_topic(self, topic: str) -> list[Partition]:
         removed = [p for key, p in self.partitions.items() if key[0] == topic]
-        for p in removed:
-            del self.partitions[(topic, p.index)]
-            self.topic_names.pop(p.topic_id, None)
-            p.wake_waiters()
+        for partition in removed:
+            self._drop(partition)
         return removed
+
+    def _drop(self, partition: Partition) -> None:
+        del self.partitions[(partition.topic, partition.index)]
+        self.topic_names.pop(partition.topic_id, None)
+        if self._fetchers is not None:
+            self._fetchers.unfollow(partition.topic, partition.index)
+        partition.close()
+
+    def set_fenced(self, fenced: bool) -> None:
+        """Fence (session lost) or unfence (session back and states re-read)."""
+        if fenced != self.fenced:
+            self.fenced = fenced
+            log.warning(
+                "ZooKeeper session %s: %s leadership",
+                "lost" if fenced else "re-established",
+                "fencing" if fenced else "resuming",
+            )
+
+    async def run_isr_expiration(self) -> None:
+        """Drop lagging followers from the ISRs led here, every half of replica.lag.time.max.ms."""
+        max_lag = self.settings.replica_lag_time_max_ms
+        while True:
+            await asyncio.sleep(max_lag / 2000)
+            if not self.fenced:
+                self._isr.shrink(self.partitions.values(), max_lag)
+
+    def inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        """Where this broker reaches ``broker_id``: ``inter.broker.listener.name``, else
+        the first endpoint speaking ``security.inter.broker.protocol``."""
+        registration = self._cluster.live_brokers().get(broker_id)
+        if registration is None:
+            return None
+        endpoint = _pick_endpoint(registration.endpoints, self.settings)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
+
+    # -- lookups for the request handlers ----------------------------------------------------
 
     def topic_name(self, topic_id: bytes) -> str | None:
         return self.topic_names.get(topic_id)
@@ -33,37 +166,59 @@ class ReplicaManager:
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
-    def leader_partition(self, topic: str, index: int) -> Partition:
-        """The partition if this broker leads it; Kafka's errors otherwise."""
+    def partition_for(
+        self, topic: str, index: int, current_leader_epoch: int = -1, *, require_leader: bool = True
+    ) -> Partition:
+        """The partition, checked as Kafka's ``localLogWithEpochOrThrow`` does: the
+        client's leader epoch first, then leadership (while fenced, nothing is led)."""
         partition = self.partitions.get((topic, index))
         if partition is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        if not partition.is_leader:
+        partition.check_leader_epoch(current_leader_epoch)
+        if require_leader and (self.fenced or not partition.is_leader):
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return partition
 
-    def leader_hint(self, topic: str, index: int) -> tuple[int, int]:
-        """(leader id, leader epoch) for the current-leader field of an error answer."""
-        partition = self.partitions.get((topic, index))
-        if partition is None:
-            return -1, -1
-        return partition.state.leader, partition.state.leader_epoch
+    def leader_partition(self, topic: str, index: int) -> Partition:
+        """The partition if this broker leads it; Kafka's errors otherwise."""
+        return self.partition_for(topic, index)
 
-    async def wait_for_append(self, partitions: Iterable[Partition], timeout: float) -> bool:
-        """Wait until any of ``partitions`` gets new data, or ``timeout`` seconds pass.
+    def leader_hint(self, topic: str, index: int) -> LeaderHint:
+        """The leader as the cluster metadata knows it: -1 when there is none alive."""
+        meta = self._cluster.topics().get(topic) if self._cluster else None
+        pm = None if meta is None else meta.partitions.get(index)
+        if pm is None or pm.leader not in self._cluster.live_brokers():
+            return LeaderHint(-1, -1)
+        return LeaderHint(pm.leader, pm.leader_epoch)
 
-        One future is parked on every partition's waiter list; an append
-        resolves it. Nothing runs while the wait lasts.
+    async def wait_for_append(
+        self, partitions: Iterable[Partition], timeout: float, *, for_follower: bool = False
+    ) -> bool:
+        """Wait until any of ``partitions`` gets new data (followers: an append;
+        consumers: a higher high watermark), or ``timeout`` seconds pass.
+
+        One future is parked on every partition's waiter list; nothing runs
+        while the wait lasts.
         """
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         partitions = list(partitions)
         for p in partitions:
-            p.waiters.add(fut)
+            p.add_waiter(fut, for_follower=for_follower)
         handle = loop.call_later(timeout, lambda: fut.done() or fut.set_result(False))
         try:
             return await fut
         finally:
             handle.cancel()
             for p in partitions:
-                p.waiters.discard(fut)
+                p.remove_waiter(fut)
+
+
+def _pick_endpoint(endpoints: Iterable[Endpoint], settings: ReplicationSettings) -> Endpoint | None:
+    for endpoint in endpoints:
+        if settings.inter_broker_listener is not None:
+            if endpoint.listener == settings.inter_broker_listener:
+                return endpoint
+        elif endpoint.security_protocol == settings.inter_broker_protocol:
+            return endpoint
+    return None

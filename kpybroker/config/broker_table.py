@@ -300,16 +300,18 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="With acks=all, how many in-sync replicas must have a write before it is "
                   "acknowledged."),
     ConfigKey("unclean.leader.election.enable", BOOLEAN, False, HIGH, mode=CLUSTER_WIDE,
+              enforced=True,
               doc="Let an out-of-sync replica become leader when no in-sync one is left, at the "
                   "price of losing data."),
     ConfigKey("unclean.leader.election.interval.ms", LONG, 300_000, MEDIUM, valid=Range(1),
               internal=True,
               doc="How often the controller looks for partitions that need an unclean election."),
-    ConfigKey("auto.leader.rebalance.enable", BOOLEAN, True, HIGH,
+    ConfigKey("auto.leader.rebalance.enable", BOOLEAN, True, HIGH, enforced=True,
               doc="Move leadership back to the preferred replica when leaders become unbalanced."),
     ConfigKey("leader.imbalance.check.interval.seconds", LONG, 300, HIGH, valid=Range(1),
+              enforced=True,
               doc="How often leader balance is checked."),
-    ConfigKey("leader.imbalance.per.broker.percentage", INT, 10, HIGH,
+    ConfigKey("leader.imbalance.per.broker.percentage", INT, 10, HIGH, enforced=True,
               doc="Kafka 3.x: share of non-preferred leaders on a broker that triggers a "
                   "rebalance."),
     ConfigKey("max.request.partition.size.limit", INT, 2000, MEDIUM, valid=Range(1),
@@ -450,7 +452,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="How long tombstones (and transaction markers) of compacted topics are kept."),
 
     # --- Replication ------------------------------------------------------------------------------
-    ConfigKey("num.replica.fetchers", INT, 1, HIGH, mode=CLUSTER_WIDE,
+    ConfigKey("num.replica.fetchers", INT, 1, HIGH, mode=CLUSTER_WIDE, enforced=True,
               doc="Fetcher threads per source broker used by followers."),
     ConfigKey("num.replica.alter.log.dirs.threads", INT, None, HIGH,
               doc="Threads that move replicas between log directories; defaults to the number of "
@@ -472,7 +474,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "replica.lag.time.max.ms."),
     ConfigKey("replica.fetch.backoff.ms", INT, 1000, MEDIUM, valid=Range(0), enforced=True,
               doc="Pause after a failed follower fetch."),
-    ConfigKey("replica.socket.timeout.ms", INT, 30_000, HIGH,
+    ConfigKey("replica.socket.timeout.ms", INT, 30_000, HIGH, enforced=True,
               doc="Socket timeout of follower fetches; at least replica.fetch.wait.max.ms."),
     ConfigKey("replica.socket.receive.buffer.bytes", INT, 65_536, HIGH,
               doc="SO_RCVBUF of follower fetch connections."),

@@ -150,6 +150,7 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="With acks=all, how many in-sync replicas must have a write before it is "
                   "acknowledged."),
     ConfigKey("unclean.leader.election.enable", BOOLEAN, False, MEDIUM, mode=PER_TOPIC,
+              enforced=True,
               synonyms=("unclean.leader.election.enable",),
               doc="Let an out-of-sync replica become leader when no in-sync one is left, at the "
                   "price of losing data."),

@@ -9,7 +9,9 @@ logs or the cluster metadata. It
   change of that topic: issue 8 moves leadership, one broker leads all);
 - deletes the committed offsets of a topic that is deleted;
 - carries out a shard's ``Effects``: appends each batch of records to the
-  partition and feeds the outcome back (``append_done``), arms timers with
+  partition and feeds the outcome back (``append_done``) once the high
+  watermark passes it (at once on one broker; when followers have it if the
+  partition is replicated, within ``offsets.commit.timeout.ms``), arms timers with
   ``loop.call_later`` (nothing polls; an idle group costs nothing), and
   resolves the futures that waiting requests await;
 - runs the offset expiry cycle every ``offsets.retention.check.interval.ms``.
@@ -28,7 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kpybroker.coordinator.interface import Effects, SetTimer, TimerKey, Token
+from kpybroker.coordinator.interface import Append, Effects, SetTimer, TimerKey, Token
 from kpybroker.coordinator.loader import read_partition
 from kpybroker.coordinator.partitioning import OFFSETS_TOPIC, partition_for
 from kpybroker.coordinator.records import CoordinatorRecord, encode_batch
@@ -39,6 +41,7 @@ from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
     from kpybroker.broker import Broker
+    from kpybroker.cluster.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ class CoordinatorRuntime:
         self._waiters: dict[Token, asyncio.Future] = {}
         self._tokens = itertools.count(1)
         self._expiry: asyncio.TimerHandle | None = None
+        self._replicating: set[asyncio.Future] = set()
         self._create_lock = asyncio.Lock()
 
     # -- lifecycle ----------------------------------------------------------------
@@ -73,9 +77,9 @@ class CoordinatorRuntime:
         self.broker.cluster.remove_listener(self._on_metadata_change)
         if self._expiry is not None:
             self._expiry.cancel()
-        for task in self._loading.values():
+        for task in [*self._loading.values(), *self._replicating]:
             task.cancel()
-        await asyncio.gather(*self._loading.values(), return_exceptions=True)
+        await asyncio.gather(*self._loading.values(), *self._replicating, return_exceptions=True)
         for partition in list(self.shards):
             self.unload(partition)
 
@@ -225,8 +229,13 @@ class CoordinatorRuntime:
         while pending:
             effects = pending.popleft()
             for append in effects.appends:
-                error = self._append(shard.partition, append.records)
-                pending.append(shard.append_done(append, error))
+                error, partition, end = self._append(shard.partition, append.records)
+                if error or partition.high_watermark >= end:
+                    pending.append(shard.append_done(append, error))
+                else:  # replicated: done once the followers have it
+                    task = asyncio.ensure_future(self._replicated(shard, append, partition, end))
+                    self._replicating.add(task)
+                    task.add_done_callback(self._replicating.discard)
             for op in effects.timers:
                 self._cancel_timer(shard.partition, op.key)
                 if isinstance(op, SetTimer):
@@ -239,18 +248,36 @@ class CoordinatorRuntime:
                 if future is not None and not future.done():
                     future.set_result(reply.result)
 
-    def _append(self, index: int, records: list[CoordinatorRecord]) -> ErrorCode:
+    def _append(
+        self, index: int, records: list[CoordinatorRecord]
+    ) -> tuple[ErrorCode, Partition | None, int]:
+        """Append one batch: (error, the partition, the offset the high watermark must reach)."""
+        partition = None
         try:
             partition = self.broker.replicas.leader_partition(OFFSETS_TOPIC, index)
             batch = encode_batch(records, self.settings.offsets_topic_compression)
-            partition.append_as_leader(batch, required_acks=-1)
+            result = partition.append_as_leader(batch, required_acks=-1)
         except KafkaError as exc:
             log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, index, exc)
-            return exc.code
+            return exc.code, partition, 0
         except Exception:
             log.exception("append to %s-%d failed", OFFSETS_TOPIC, index)
-            return ErrorCode.UNKNOWN_SERVER_ERROR
-        return ErrorCode.NONE
+            return ErrorCode.UNKNOWN_SERVER_ERROR, partition, 0
+        return ErrorCode.NONE, partition, result.last_offset + 1
+
+    async def _replicated(
+        self, shard: CoordinatorShard, append: Append, partition: Partition, end: int
+    ) -> None:
+        """Feed the append's outcome once the high watermark passes it (acks=all)."""
+        timeout = self.settings.offsets_commit_timeout_ms / 1000
+        try:
+            error = await asyncio.wait_for(partition.wait_for_high_watermark(end), timeout)
+        except TimeoutError:
+            error = ErrorCode.REQUEST_TIMED_OUT
+        try:
+            self.apply(shard, shard.append_done(append, error))
+        except Exception:
+            log.exception("group coordinator failure in %r", shard)
 
     def _cancel_timer(self, index: int, key: TimerKey) -> None:
         handle = self._timers.get(index, {}).pop(key, None)

@@ -27,6 +27,7 @@ class CoordinatorSettings:
     offsets_topic_segment_bytes: int = 104_857_600
     offsets_topic_compression: int = 0
     offsets_load_buffer_bytes: int = 5_242_880
+    offsets_commit_timeout_ms: int = 5000
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> CoordinatorSettings:
@@ -44,4 +45,5 @@ class CoordinatorSettings:
             offsets_topic_segment_bytes=get("offsets.topic.segment.bytes"),
             offsets_topic_compression=get("offsets.topic.compression.codec"),
             offsets_load_buffer_bytes=get("offsets.load.buffer.size"),
+            offsets_commit_timeout_ms=get("offsets.commit.timeout.ms"),
         )

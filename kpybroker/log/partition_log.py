@@ -44,7 +44,14 @@ from kpybroker.log.retention import (
 )
 from kpybroker.log.segment import Segment, TimestampOffset, remove_segment_files
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-from kpybroker.protocol.records import BatchHeader, parse_header, set_log_append_time, stamp_batch
+from kpybroker.protocol.records import (
+    BatchHeader,
+    iter_batches,
+    parse_header,
+    set_log_append_time,
+    stamp_batch,
+    validate_batch,
+)
 
 log = logging.getLogger(__name__)
 
@@ -243,23 +250,61 @@ class PartitionLog:
             self._check_timestamps(header, now)
             max_timestamp, log_append_time = header.max_timestamp, -1
         base_offset = self.log_end_offset
-        last_offset = base_offset + header.last_offset_delta
         stamp_batch(batch, 0, base_offset, leader_epoch)
-        segment = self._segment_for(header.size, max_timestamp, last_offset, now)
-        # As Kafka: the epoch's start is recorded before the batch is written.
-        self.epoch_cache.assign(leader_epoch, base_offset)
-        segment.append(batch, last_offset, max_timestamp)
-        self.log_end_offset = last_offset + 1
-        if idempotent:
-            self.producer_state.update(
-                header._replace(
-                    base_offset=base_offset,
-                    partition_leader_epoch=leader_epoch,
-                    max_timestamp=max_timestamp,
-                )
-            )
+        header = header._replace(
+            base_offset=base_offset,
+            partition_leader_epoch=leader_epoch,
+            max_timestamp=max_timestamp,
+        )
+        self._write(batch, header, now)
         self._maybe_flush(now)
-        return AppendResult(base_offset, last_offset, log_append_time, self.log_start_offset, False)
+        return AppendResult(
+            base_offset, header.last_offset, log_append_time, self.log_start_offset, False
+        )
+
+    def append_as_follower(self, data: bytes | bytearray | memoryview) -> int:
+        """Append a leader's batches byte for byte, with the offsets and epochs it gave them.
+
+        ``data`` is the records field of a fetch response: whole batches, maybe
+        followed by a partial one, which is left for the next fetch. Each batch's
+        CRC is checked (a fetch crosses the network); producer sequences are not,
+        since the leader already accepted them, but the producer state is kept so
+        that this replica can deduplicate retries once it leads. Batches wholly
+        below the log end (a resent range) are skipped; a batch may start past the
+        log end (compaction on the leader removed whole batches). Returns the bytes
+        appended.
+
+        Raises ``KafkaError`` (CORRUPT_MESSAGE) for a corrupt batch or one that
+        straddles the log end, after appending the batches before it.
+        """
+        appended = 0
+        now = self._time_ms()
+        view = memoryview(data)
+        for pos, header in iter_batches(view):
+            if header.last_offset < self.log_end_offset:
+                continue
+            if header.base_offset < self.log_end_offset:
+                raise KafkaError(
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"{self.name}: leader batch {header.base_offset}-{header.last_offset} "
+                    f"straddles the log end offset {self.log_end_offset}",
+                )
+            validate_batch(view, pos, from_client=False)
+            self._write(view[pos : pos + header.size], header, now)
+            appended += header.size
+        if appended:
+            self._maybe_flush(now)
+        return appended
+
+    def _write(self, batch: bytes | bytearray | memoryview, header: BatchHeader, now: int) -> None:
+        """Write one batch whose header (``header``) already holds its final offsets and epoch."""
+        segment = self._segment_for(header.size, header.max_timestamp, header.last_offset, now)
+        # As Kafka: the epoch's start is recorded before the batch is written.
+        self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        segment.append(batch, header.last_offset, header.max_timestamp)
+        self.log_end_offset = header.last_offset + 1
+        if header.producer_id >= 0:
+            self.producer_state.update(header)
 
     def _check_timestamps(self, header: BatchHeader, now: int) -> None:
         """message.timestamp.before/after.max.ms on the batch's first and max timestamps.
@@ -537,9 +582,13 @@ class PartitionLog:
         """Remove every batch at or after ``offset`` (a follower diverging from its leader).
 
         A batch holding ``offset`` goes whole, so the new log end may be below
-        ``offset``. Returns whether anything was removed.
+        ``offset``. Returns whether anything was removed. Epochs starting at the
+        log end go even when no batch does (Kafka's ``UnifiedLog.truncateTo``):
+        a broker that became leader and was replaced before it appended anything
+        holds such an entry, which its new leader never had.
         """
         if offset >= self.log_end_offset:
+            self.epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         if offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)

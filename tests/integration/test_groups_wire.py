@@ -41,7 +41,7 @@ from tests.integration.test_groups_support import (
     find_coordinator,
     produce,
 )
-from tests.unit.test_coordinator_support import commit_request, join_request
+from tests.unit.test_coordinator_support import commit_request, join_request, subscription
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,7 +51,13 @@ def broker(broker_factory: BrokerFactory) -> ManagedBroker:
     return broker_factory(BROKER_OVERRIDES)
 
 
-def join(group: str, member_id: str = "", metadata: bytes = b"\x00\x01bogus", **kw: Any) -> Any:
+# Subscriptions to topic "live" with odd bytes after the struct: Kafka reads only the
+# struct (a subscription it cannot parse at all wedges Kafka's own join phase).
+META_A = subscription("live") + b"\x00A\xff"
+META_B = subscription("live") + b"\xffB"
+
+
+def join(group: str, member_id: str = "", metadata: bytes = META_A, **kw: Any) -> Any:
     """A JoinGroup request with one protocol, "range", carrying ``metadata`` as it is."""
     return join_request(member_id, group=group, protocols=[("range", metadata)], **kw)
 
@@ -199,21 +205,25 @@ def test_assignment_and_metadata_bytes_pass_through_untouched(broker: ManagedBro
         first = a.call(join("raw"), 5)
         assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
         a_id = first.member_id
-        gen1 = a.call(join("raw", a_id, b"A\x00meta"), 5)
+        gen1 = a.call(join("raw", a_id, META_A), 5)
         assert (gen1.error_code, gen1.generation_id, gen1.leader) == (0, 1, a_id)
         b_id = b.call(join("raw"), 5).member_id
-        b.send_request(join("raw", b_id, b"\xffB"), 5)  # parked: a must rejoin
-        assert a.call(HeartbeatRequest("raw", 1, a_id), 3).error_code == 27
-        gen2 = a.call(join("raw", a_id, b"A\x00meta"), 5)
+        b.send_request(join("raw", b_id, META_B), 5)  # parked: a must rejoin
+        wait_until(  # once b's join (another connection) has arrived
+            lambda: a.call(HeartbeatRequest("raw", 1, a_id), 3).error_code == 27,
+            10,
+            message="a told of the rebalance",
+        )
+        gen2 = a.call(join("raw", a_id, META_A), 5)
         b_joined = b.receive(join("raw"), 5)
         assert gen2.generation_id == b_joined.generation_id == 2
         assert {m.member_id: m.metadata for m in gen2.members} == {
-            a_id: b"A\x00meta",
-            b_id: b"\xffB",
+            a_id: META_A,
+            b_id: META_B,
         }
         assert b_joined.members == []
         garbage = {a_id: b"\x00\x00\xde\xad", b_id: b"not a consumer assignment \xff"}
-        b.send_request(SyncGroupRequest("raw", 2, b_id), 5)
+        b.send_request(SyncGroupRequest("raw", 2, b_id, None, "consumer", "range"), 5)
         request = SyncGroupRequest(
             group_id="raw",
             generation_id=2,
@@ -228,8 +238,8 @@ def test_assignment_and_metadata_bytes_pass_through_untouched(broker: ManagedBro
         described = describe(broker.bootstrap, "raw")
         assert {m.member_id: m.member_assignment for m in described.members} == garbage
         assert {m.member_id: m.member_metadata for m in described.members} == {
-            a_id: b"A\x00meta",
-            b_id: b"\xffB",
+            a_id: META_A,
+            b_id: META_B,
         }
         wrong = SyncGroupRequest("raw", 2, a_id, protocol_type="consumer", protocol_name="rr")
         assert a.call(wrong, 5).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL

@@ -337,3 +337,14 @@ def test_a_static_rejoin_that_cannot_be_stored_keeps_the_old_member_id() -> None
     assert (error_of(refused), refused.member_id) == (ErrorCode.NOT_COORDINATOR, "")
     d.fail_appends = None
     assert error_of(d.replies[d.heartbeat(old, 1, instance_id="s")]) == ErrorCode.NONE
+
+
+def test_unparseable_consumer_subscriptions_do_not_stop_the_group() -> None:
+    """The subscribed topics are then unknown (Kafka's own join phase fails on some of these)."""
+    d = Driver()
+    garbage = [("range", b"\x00\x00\x6d\x65\x6d\x62\x65\x72")]
+    member = d.new_member(protocols=garbage)
+    token = d.join(member, protocols=garbage)
+    d.advance(0)
+    assert d.replies[token].members[0].metadata == garbage[0][1]
+    assert d.shard.membership.group("g").subscribed_topics is None

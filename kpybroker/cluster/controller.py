@@ -1,0 +1,278 @@
+"""The controller: one broker, elected through the ephemeral ``/controller`` znode.
+
+Every broker runs this; one at a time is active. The active controller
+reconciles the partition states with the live brokers (``elections``): it
+elects leaders when brokers die or return, creates the states of partitions
+that had no live replica at creation, moves leadership back to preferred
+replicas (``auto.leader.rebalance.enable`` and ElectLeaders). It runs on
+every change it may care about, coalesced: one pass reads the whole cache.
+
+How brokers learn the new states
+--------------------------------
+The controller only writes the state znodes; every broker already watches
+them through ``ClusterMetadata`` and acts on each change (``ReplicaManager``).
+Kafka's ZooKeeper mode sent LeaderAndIsr and UpdateMetadata requests instead,
+for two reasons that do not apply here: ZooKeeper watches were once costly
+with many thousands of partitions, and brokers cached metadata the controller
+pushed. Here the watches exist anyway (every broker answers Metadata from its
+own cache), ZooKeeper delivers one session's events in order, and no second
+channel can disagree with the znodes. The leader epoch in the znode orders the
+decisions, so a broker that misses intermediate states (a watch fires once
+for several changes) still ends up right.
+
+Fencing
+-------
+Each controller takes a new ``/controller_epoch`` when elected and writes it
+into every state it sets. Every write is a compare-and-set on the state
+znode's version, so a deposed controller that has not noticed yet cannot
+overwrite a decision it has not seen; and a controller that finds a state
+written under a higher controller epoch resigns at once. A controller also
+resigns when ``/controller`` names another broker or its session is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kpybroker.cluster import elections
+from kpybroker.cluster.settings import ReplicationSettings
+from kpybroker.metadata.cluster import (
+    ChangeKind,
+    ClusterMetadata,
+    MetadataChange,
+    PartitionMetadata,
+    PartitionState,
+)
+from kpybroker.metadata.store import MetadataStoreError
+from kpybroker.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+#: Attempts at an ElectLeaders election that loses a compare-and-set race.
+ELECTION_ATTEMPTS = 5
+
+
+class NotControllerError(KafkaError):
+    def __init__(self) -> None:
+        super().__init__(ErrorCode.NOT_CONTROLLER, "this broker is not the controller")
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One state change the controller decided."""
+
+    topic: str
+    partition: int
+    state: PartitionState
+    version: int | None
+    why: str
+
+
+class Controller:
+    def __init__(
+        self,
+        broker_id: int,
+        cluster: ClusterMetadata,
+        settings: ReplicationSettings,
+        unclean_allowed: Callable[[str], bool],
+    ) -> None:
+        self.broker_id = broker_id
+        self.cluster = cluster
+        self.settings = settings
+        self.unclean_allowed = unclean_allowed
+        self.epoch: int | None = None
+        """The controller epoch while this broker is the active controller, else None."""
+        self._wake = asyncio.Event()
+
+    @property
+    def active(self) -> bool:
+        return self.epoch is not None
+
+    def on_change(self, change: MetadataChange) -> None:
+        """Metadata listener: anything but config changes may call for a pass."""
+        if change.kind not in (ChangeKind.TOPIC_CONFIG, ChangeKind.BROKER_CONFIG):
+            self._wake.set()
+
+    async def start(self) -> None:
+        """Contend for ``/controller`` once before the broker serves, so that a single
+        broker names itself controller from its first answer."""
+        await self._try_step()
+
+    async def run(self) -> None:
+        """Contend for ``/controller`` and, while holding it, reconcile on every change."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if not await self._try_step():
+                await asyncio.sleep(self.settings.fetch_backoff_ms / 1000)
+
+    async def _try_step(self) -> bool:
+        """One pass; a failed one (ZooKeeper unreachable) is retried by the next."""
+        try:
+            await self._step()
+        except (KafkaError, MetadataStoreError) as exc:
+            log.warning("controller pass failed (%r); retrying", exc)
+            self._wake.set()
+            return False
+        return True
+
+    async def run_rebalance(self) -> None:
+        """``auto.leader.rebalance.enable``: every ``leader.imbalance.check.interval.seconds``."""
+        while True:
+            await asyncio.sleep(self.settings.leader_imbalance_check_interval_s)
+            if self.active:
+                try:
+                    await self._apply(self._imbalanced())
+                except MetadataStoreError as exc:
+                    log.warning("preferred leader elections failed (%r)", exc)
+
+    async def _step(self) -> None:
+        cluster = self.cluster
+        if cluster.session_lost:
+            self._resign("the ZooKeeper session is lost")
+            return
+        if self.active and cluster.controller_id != self.broker_id:
+            self._resign(f"broker {cluster.controller_id} is controller")
+        if not self.active and cluster.controller_id is None:
+            self.epoch = await cluster.elect_controller(self.broker_id)
+            if self.active:
+                log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch)
+        if self.active:
+            await self._apply(self._reconcile())
+
+    def _resign(self, why: str) -> None:
+        if self.active:
+            log.warning("broker %d resigns as controller: %s", self.broker_id, why)
+            self.epoch = None
+
+    # -- decisions -------------------------------------------------------------------------
+
+    def _partitions(self) -> Iterable[tuple[str, PartitionMetadata]]:
+        for name, meta in list(self.cluster.topics().items()):
+            for pm in meta.partitions.values():
+                yield name, pm
+
+    def _reconcile(self) -> list[Write]:
+        """States that must change for the live brokers as they are now."""
+        live = self.cluster.live_brokers().keys()
+        writes = []
+        for topic, pm in self._partitions():
+            if pm.state is None:
+                state = elections.initial_state(pm.replicas, live, self.epoch)
+                why = "first live replica"
+            else:
+                state = elections.after_broker_changes(
+                    pm.replicas, pm.state, live, self.unclean_allowed(topic), self.epoch
+                )
+                why = "brokers changed"
+            if state is not None:
+                writes.append(Write(topic, pm.partition, state, pm.state_version, why))
+        return writes
+
+    def _imbalanced(self) -> list[Write]:
+        """Kafka's ``checkAndTriggerAutoLeaderRebalance``: for each broker whose share of
+        the partitions it prefers but does not lead exceeds
+        ``leader.imbalance.per.broker.percentage``, elect it where it can lead."""
+        live = self.cluster.live_brokers().keys()
+        by_preferred: dict[int, list[tuple[str, PartitionMetadata]]] = {}
+        for topic, pm in self._partitions():
+            if pm.replicas and pm.state is not None and pm.replicas[0] in live:
+                by_preferred.setdefault(pm.replicas[0], []).append((topic, pm))
+        threshold = self.settings.leader_imbalance_per_broker_percentage / 100
+        writes = []
+        for broker, partitions in by_preferred.items():
+            moved = [(t, pm) for t, pm in partitions if pm.leader != broker]
+            if len(moved) / len(partitions) <= threshold:
+                continue
+            for topic, pm in moved:
+                try:
+                    state = elections.preferred(pm.replicas, pm.state, live, self.epoch)
+                except KafkaError:
+                    continue
+                writes.append(Write(topic, pm.partition, state, pm.state_version, "preferred"))
+        return writes
+
+    # -- writing -------------------------------------------------------------------------
+
+    async def _apply(self, writes: list[Write]) -> None:
+        """Write every decision; then raise the first store failure (ZooKeeper unreachable),
+        so that the pass is retried."""
+        outcomes = await asyncio.gather(*(self._write(w) for w in writes), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    async def _write(self, write: Write) -> bool:
+        """Compare-and-set one decision; False when it lost a race (the watch on the znode
+        brings the winner's state, and with it another pass)."""
+        if not self.active:
+            return False
+        current = self._current(write.topic, write.partition)
+        written_by = (
+            -1 if current is None or current.state is None else current.state.controller_epoch
+        )
+        if written_by > self.epoch:
+            self._resign(f"a state was written by controller epoch {written_by}")
+            return False
+        try:
+            await self.cluster.set_partition_state(
+                write.topic, write.partition, write.state, write.version
+            )
+        except KafkaError as exc:
+            log.info("%s-%d: %s", write.topic, write.partition, exc.message)
+            return False
+        state = write.state
+        log.info(
+            "%s-%d: leader %d, epoch %d, ISR %s (%s)",
+            write.topic,
+            write.partition,
+            state.leader,
+            state.leader_epoch,
+            list(state.isr),
+            write.why,
+        )
+        return True
+
+    def _current(self, topic: str, partition: int) -> PartitionMetadata | None:
+        meta = self.cluster.topics().get(topic)
+        return None if meta is None else meta.partitions.get(partition)
+
+    # -- ElectLeaders ----------------------------------------------------------------------
+
+    async def elect_leaders(
+        self, partitions: Iterable[TopicPartition], unclean: bool
+    ) -> dict[TopicPartition, KafkaError | None]:
+        """Elect preferred (or, with ``unclean``, any live) leaders; per partition, None
+        on success or the error. NotControllerError unless this broker is the controller."""
+        if not self.active:
+            raise NotControllerError()
+        wanted = list(dict.fromkeys(partitions))
+        outcomes = await asyncio.gather(*(self._elect(t, p, unclean) for t, p in wanted))
+        return dict(zip(wanted, outcomes, strict=True))
+
+    async def _elect(self, topic: str, partition: int, unclean: bool) -> KafkaError | None:
+        strategy = elections.unclean if unclean else elections.preferred
+        for _ in range(ELECTION_ATTEMPTS):
+            pm = self._current(topic, partition)
+            if pm is None or pm.state is None:
+                return KafkaError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"No such partition as {topic}-{partition}",
+                )
+            live = self.cluster.live_brokers().keys()
+            try:
+                state = strategy(pm.replicas, pm.state, live, self.epoch)
+            except KafkaError as exc:
+                return exc
+            why = "unclean election" if unclean else "preferred leader election"
+            if await self._write(Write(topic, partition, state, pm.state_version, why)):
+                return None
+            if not self.active:
+                return NotControllerError()
+            await self.cluster.refresh_partition_state(topic, partition)
+        return KafkaError(ErrorCode.REQUEST_TIMED_OUT, "the partition kept changing; try again")

@@ -1,0 +1,16 @@
+"""``scripts/bench``: kpybroker and Apache Kafka side by side (issue 7).
+
+The modules, in the order a run uses them:
+
+* ``plan``       — the workloads' sizes (full and ``--quick``) and the settings of both brokers;
+* ``procstat``   — the machine, and a process's CPU time and RSS from ``/proc``;
+* ``wire``       — a tiny blocking Kafka client (startup probe, idle connections, Metadata);
+* ``brokers``    — both brokers as measured subprocesses (reusing ``tests/helpers``);
+* ``javatools``  — Kafka's ProducerPerformance, ConsumerPerformance and EndToEndLatency;
+* ``librdkafka`` — the confluent-kafka produce-then-group-consume workload, verified;
+* ``scale``      — 10,000 partitions and 1,000 idle connections;
+* ``results``    — samples, medians over rounds, ratios and targets;
+* ``profiling``  — py-spy profiles of kpybroker for the targets it misses;
+* ``report``     — the printed table, ``docs/performance.md`` and its chart;
+* ``cli``        — the rounds, alternating the brokers.
+"""

@@ -1,0 +1,195 @@
+"""``scripts/bench``: run the rounds, print the ratios, write docs/performance.md.
+
+scripts/bench                  # the full plan: issue 7's workloads, 3 rounds (~25 min)
+scripts/bench --quick          # every step with small counts (~1-2 min); for CI's smoke
+scripts/bench --rounds 5 --output /tmp/perf
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import confluent_kafka
+import uvloop
+
+import kpybroker
+from benchlib import profiling, report
+from benchlib.brokers import BenchKafka, BenchKpyBroker, Measured, kafka_version
+from benchlib.plan import FULL, QUICK, Plan
+from benchlib.procstat import describe_machine
+from benchlib.results import KAFKA, Results
+from benchlib.workloads import STARTUP, WARM_UP, Step, Workloads
+from tests.helpers.java import fetch_kafka_lib, java_executable
+from tests.helpers.process import REPO_ROOT
+
+DEFAULT_OUTPUT = REPO_ROOT / "docs"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench",
+        description="kpybroker and Apache Kafka side by side: the same workloads and clients, "
+        "alternating, medians over rounds; prints kpybroker/Kafka ratios and writes "
+        "performance.md with its chart.",
+    )
+    parser.add_argument("--quick", action="store_true", help="small counts, one round")
+    parser.add_argument("--rounds", type=int, help="rounds (default: 3, or 1 with --quick)")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="directory for performance.md and performance.png (default: docs/, or a "
+        "temporary directory with --quick, so a quick run never replaces the real figures)",
+    )
+    parser.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib)")
+    parser.add_argument(
+        "--no-profile", action="store_true", help="do not profile the targets kpybroker misses"
+    )
+    return parser.parse_args(argv)
+
+
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def in_turn(brokers: list[Measured], step_index: int) -> list[Measured]:
+    """The brokers in the order this step visits them: flipped every other step (ABBA)."""
+    return brokers if step_index % 2 == 0 else brokers[::-1]
+
+
+def run_round(
+    number: int, plan: Plan, workloads: Workloads, lib: Path, workdir: Path, results: Results
+) -> list[Measured]:
+    """Start both brokers afresh, run every step against each in turn, then scale, then stop.
+
+    Returns the brokers (stopped), whose command lines the doc shows.
+    """
+    brokers: list[Measured] = [BenchKafka(workdir / "kafka", lib), BenchKpyBroker(workdir / "kpy")]
+    brokers = in_turn(brokers, number)
+    steps = workloads.steps()
+    where = f"round {number + 1}/{plan.rounds}"
+    try:
+        for broker in brokers:
+            progress(f"{where} {broker.label}: {STARTUP}")
+            workloads.startup(broker, results)
+        for index, step in enumerate(steps):
+            for broker in in_turn(brokers, index):
+                progress(f"{where} {broker.label}: {step.workload} {step.case}")
+                step.run(broker, results)
+        for broker in in_turn(brokers, len(steps)):
+            progress(f"{where} {broker.label}: 5 scale {workloads.scale_case}")
+            workloads.scale(broker, results)
+            broker.kill()  # its data is thrown away: no need for a clean shutdown
+    finally:
+        for broker in brokers:
+            broker.kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return brokers
+
+
+def profile_misses(
+    workloads: Workloads, results: Results, workdir: Path
+) -> list[profiling.Profile]:
+    """Re-run each workload whose ratio target kpybroker missed, under py-spy."""
+    missed = {(r.metric.workload, r.metric.case) for r in results.missed() if r.metric.ratio_target}
+    steps = workloads.steps()
+    wanted = [step for step in steps if (step.workload, step.case) in missed]
+    if not wanted:
+        return []
+    broker = BenchKpyBroker(workdir / "profiled")
+    scratch = Results()
+    done: set[Step] = set()
+    profiles = []
+    try:
+        broker.start()
+        for step in steps:
+            if step.workload == WARM_UP:
+                step.run(broker, scratch)
+        for step in wanted:
+            if step.prerequisite is not None and step.prerequisite not in done:
+                step.prerequisite.run(broker, scratch)
+                done.add(step.prerequisite)
+            progress(f"profiling kpybroker: {step.workload} {step.case}")
+            raw = workdir / f"profile-{len(profiles)}.txt"
+            with profiling.recording(broker.pid, raw):
+                started = time.monotonic()
+                step.run(broker, scratch)
+                seconds = time.monotonic() - started
+            done.add(step)
+            profiles.append(profiling.summarize(raw, f"{step.workload}, {step.case}", seconds))
+    finally:
+        broker.kill()
+    return profiles
+
+
+def run_info(
+    plan: Plan, argv: Sequence[str], started: datetime.datetime, clock: float, lib: Path,
+    brokers: list[Measured],
+) -> report.RunInfo:  # fmt: skip
+    kafka = next(b for b in brokers if b.label == KAFKA)
+    return report.RunInfo(
+        plan=plan,
+        command=shlex.join(["scripts/bench", *argv]),
+        started=started,
+        minutes=(time.monotonic() - clock) / 60,
+        machine=describe_machine(java_executable()),
+        kpybroker_version=f"kpybroker {kpybroker.__version__} on Python "
+        f"{platform.python_version()}, uvloop {uvloop.__version__}",
+        kafka_version=f"Apache Kafka {kafka_version(lib)}",
+        client_versions=[
+            f"confluent-kafka {confluent_kafka.version()[0]} "
+            f"(librdkafka {confluent_kafka.libversion()[0]})",
+        ],
+        kafka_jvm=[arg for arg in kafka.argv if arg.startswith(("-XX", "-Xms"))],
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    if args.rounds:
+        plan = dataclasses.replace(plan, rounds=args.rounds)
+    output = args.output or (
+        Path(tempfile.mkdtemp(prefix="kpybroker-bench-")) if args.quick else DEFAULT_OUTPUT
+    )
+    lib = fetch_kafka_lib()
+    started, clock = datetime.datetime.now(datetime.UTC), time.monotonic()
+    results = Results()
+    workloads = Workloads(plan, lib)
+    profiles: list[profiling.Profile] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="kpybroker-bench-") as tmp:
+        work = Path(tmp)
+        for number in range(plan.rounds):
+            brokers = run_round(number, plan, workloads, lib, work / f"round-{number}", results)
+        print(report.text_table(results.rows()), flush=True)
+        if args.no_profile:
+            pass
+        elif profiling.py_spy() is None:
+            notes.append(
+                "Missed targets were not profiled: py-spy is not installed "
+                "(`pip install -e '.[bench]'`)."
+            )
+        else:
+            profiles = profile_misses(workloads, results, work)
+    startup_missed = any(row.metric.workload == STARTUP for row in results.missed())
+    imports = profiling.import_profile(REPO_ROOT) if startup_missed else None
+    output.mkdir(parents=True, exist_ok=True)
+    chart = None if args.no_chart else output / report.CHART_NAME
+    if chart is not None:
+        report.write_chart(results.rows(), chart, f"kpybroker vs Apache Kafka, {plan.name} plan")
+    doc = output / "performance.md"
+    info = run_info(plan, argv, started, clock, lib, brokers)
+    report.write_doc(doc, info, results, profiles, imports, chart, notes)
+    progress(f"wrote {doc}" + (f" and {chart}" if chart else ""))
+    return 0

@@ -1,0 +1,117 @@
+"""Workload 4: confluent-kafka (librdkafka) produces, then a group consumer reads, verified.
+
+Each record's value is its index (12 digits) followed by filler that depends
+on the index, so the consumer can check every record's content, and that no
+record is missing or duplicated, without keeping the produced values.
+Verification runs after the consumer's clock stops: it measures the broker,
+not this check.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer
+
+INDEX_DIGITS = 12
+CONSUME_BATCH = 10_000
+
+
+class VerificationError(RuntimeError):
+    """Records came back missing, duplicated or changed."""
+
+
+def fillers(record_size: int) -> list[bytes]:
+    """256 different tails, chosen by the index's low byte."""
+    return [bytes([k]) * (record_size - INDEX_DIGITS) for k in range(256)]
+
+
+def produce(bootstrap: str, topic: str, records: int, record_size: int, linger_ms: int) -> float:
+    """Produce ``records`` values with acks=all; return the seconds until all are acknowledged."""
+    failures: list[KafkaError] = []
+
+    def on_error(err: KafkaError | None, _msg: Message) -> None:
+        if err is not None:
+            failures.append(err)
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": linger_ms,
+            "delivery.report.only.error": True,
+            "on_delivery": on_error,
+        }
+    )
+    tails = fillers(record_size)
+    send = producer.produce
+    started = time.perf_counter()
+    for i in range(records):
+        value = b"%012d" % i + tails[i & 0xFF]
+        while True:
+            try:
+                send(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.01)  # the local queue is full: let librdkafka send
+    remaining = producer.flush(300)
+    elapsed = time.perf_counter() - started
+    if remaining or failures:
+        raise VerificationError(
+            f"{remaining} records unsent, {len(failures)} failed (first: {failures[:1]})"
+        )
+    return elapsed
+
+
+def consume_and_verify(
+    bootstrap: str, topic: str, records: int, record_size: int, timeout: float = 300.0
+) -> float:
+    """Read every record in a new consumer group; verify them; return the seconds from the
+    first record to the last (the group join is not counted)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:12]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    started: float | None = None
+    deadline = time.monotonic() + timeout
+    try:
+        while len(values) < records and time.monotonic() < deadline:
+            for msg in consumer.consume(CONSUME_BATCH, 1.0):
+                if msg.error() is not None:
+                    raise VerificationError(f"consumer error: {msg.error()}")
+                if started is None:
+                    started = time.perf_counter()
+                values.append(msg.value())
+        elapsed = time.perf_counter() - (started or time.perf_counter())
+    finally:
+        consumer.close()
+    verify(values, records, record_size)
+    return elapsed
+
+
+def verify(values: list[bytes], records: int, record_size: int) -> None:
+    """Every index in ``range(records)`` exactly once, each with its exact value."""
+    tails = fillers(record_size)
+    seen = bytearray(records)
+    changed = duplicated = 0
+    for value in values:
+        index = int(value[:INDEX_DIGITS]) if value[:INDEX_DIGITS].isdigit() else -1
+        if not 0 <= index < records or value != b"%012d" % index + tails[index & 0xFF]:
+            changed += 1
+        elif seen[index]:
+            duplicated += 1
+        else:
+            seen[index] = 1
+    missing = records - seen.count(1)
+    if changed or duplicated or missing:
+        raise VerificationError(
+            f"of {records} records: {missing} missing, {duplicated} duplicated, "
+            f"{changed} with wrong content ({len(values)} read)"
+        )

@@ -1,0 +1,144 @@
+"""What a run does: the workloads' sizes, and the settings both brokers run with.
+
+The full plan is issue 7's workloads exactly; ``--quick`` keeps every step
+with small counts, so that CI's smoke test exercises the whole script in
+about a minute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def format_size(size: int) -> str:
+    """``1 KiB`` for 1024, else bytes: record sizes as the issue names them."""
+    return f"{size // 1024} KiB" if size % 1024 == 0 else f"{size} B"
+
+
+@dataclass(frozen=True)
+class ProduceCase:
+    """One ProducerPerformance run (workload 1), read back by ConsumerPerformance (workload 2)."""
+
+    records: int
+    record_size: int
+    partitions: int
+
+    @property
+    def label(self) -> str:
+        partitions = "1 partition" if self.partitions == 1 else f"{self.partitions} partitions"
+        return f"{self.records:,} x {format_size(self.record_size)}, {partitions}"
+
+    @property
+    def megabytes(self) -> float:
+        """Payload moved, in MB (10^6 bytes), the unit of the CPU-per-MB figures."""
+        return self.records * self.record_size / 1e6
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes of every workload of one run."""
+
+    name: str
+    rounds: int
+    produce_cases: tuple[ProduceCase, ...]
+    #: Records of the unrecorded warm-up run (0: none).
+    warmup_records: int
+    e2e_records: int
+    e2e_record_size: int
+    librdkafka_records: int
+    librdkafka_record_size: int
+    librdkafka_partitions: int
+    librdkafka_linger_ms: int
+    scale_topics: int
+    scale_partitions_per_topic: int
+    scale_connections: int
+    scale_hot_records: int
+    metadata_requests: int
+    idle_settle_s: float
+
+    @property
+    def scale_partitions(self) -> int:
+        return self.scale_topics * self.scale_partitions_per_topic
+
+
+def _produce_cases(small: int, large: int) -> tuple[ProduceCase, ...]:
+    """Issue 7's matrix: {100 B, 1 KiB} x {1, 6} partitions."""
+    return tuple(
+        ProduceCase(count, size, partitions)
+        for count, size in ((small, 100), (large, 1024))
+        for partitions in (1, 6)
+    )
+
+
+FULL = Plan(
+    name="full",
+    rounds=3,
+    produce_cases=_produce_cases(1_000_000, 200_000),
+    warmup_records=300_000,
+    e2e_records=10_000,
+    e2e_record_size=100,
+    librdkafka_records=1_000_000,
+    librdkafka_record_size=100,
+    librdkafka_partitions=6,
+    librdkafka_linger_ms=5,
+    scale_topics=100,
+    scale_partitions_per_topic=100,
+    scale_connections=1_000,
+    scale_hot_records=1_000_000,
+    metadata_requests=20,
+    idle_settle_s=2.0,
+)
+
+QUICK = Plan(
+    name="quick",
+    rounds=1,
+    produce_cases=_produce_cases(20_000, 4_000),
+    warmup_records=0,
+    e2e_records=300,
+    e2e_record_size=100,
+    librdkafka_records=20_000,
+    librdkafka_record_size=100,
+    librdkafka_partitions=6,
+    librdkafka_linger_ms=5,
+    scale_topics=5,
+    scale_partitions_per_topic=10,
+    scale_connections=50,
+    scale_hot_records=20_000,
+    metadata_requests=5,
+    idle_settle_s=0.5,
+)
+
+#: Both brokers: consumer groups form at once (Kafka's shipped config/server.properties
+#: also sets this; its built-in default of 3 s only delays the first join). The
+#: ConsumerPerformance figures exclude the join anyway.
+COMMON_SETTINGS: dict[str, str] = {"group.initial.rebalance.delay.ms": "0"}
+
+#: Apache Kafka: what ``config/server.properties`` ships for one KRaft node, where it
+#: differs from what tests/helpers/reference_kafka.py sets for quick tests. The
+#: replication factors of the internal topics stay 1 (one node), as shipped.
+KAFKA_SETTINGS: dict[str, str] = {
+    **COMMON_SETTINGS,
+    "num.network.threads": "3",
+    "num.io.threads": "8",
+    "offsets.topic.num.partitions": "50",
+    "transaction.state.log.num.partitions": "50",
+    "broker.heartbeat.interval.ms": "2000",
+    "broker.session.timeout.ms": "9000",
+}
+
+#: ``kafka-server-start.sh``'s heap (``-Xmx1G -Xms1G``).
+KAFKA_HEAP = "1g"
+
+#: kpybroker: its defaults (which are Kafka's), plus the common settings.
+KPYBROKER_SETTINGS: dict[str, str] = dict(COMMON_SETTINGS)
+
+#: The perf tools' JVM: ``kafka-run-class.sh``'s G1 options and the 512 MiB heap of
+#: ``kafka-producer-perf-test.sh`` / ``kafka-consumer-perf-test.sh``.
+TOOL_HEAP = "512m"
+TOOL_JVM_OPTIONS: tuple[str, ...] = (
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+)

@@ -1,0 +1,323 @@
+"""The printed table, ``docs/performance.md`` and its chart.
+
+Everything in the document comes from the run: the doc is regenerated, never
+edited, so its figures and its description of the method cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlib.plan import (
+    KAFKA_HEAP,
+    KAFKA_SETTINGS,
+    KPYBROKER_SETTINGS,
+    TOOL_HEAP,
+    TOOL_JVM_OPTIONS,
+    Plan,
+)
+from benchlib.procstat import Machine
+from benchlib.profiling import SAMPLE_RATE, ImportProfile, Profile
+from benchlib.results import (
+    KAFKA,
+    KPYBROKER,
+    Results,
+    Row,
+    format_met,
+    format_ratio,
+    format_value,
+)
+
+CHART_NAME = "performance.png"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What the doc says about the run itself."""
+
+    plan: Plan
+    command: str
+    started: datetime.datetime
+    minutes: float
+    machine: Machine
+    kpybroker_version: str
+    kafka_version: str
+    client_versions: list[str]
+    kafka_jvm: list[str]
+
+
+# -- the terminal table ---------------------------------------------------------
+
+
+def text_table(rows: Sequence[Row]) -> str:
+    header = ("workload", "case", "metric", "kpybroker", "Kafka", "ratio", "target", "")
+    lines = [header]
+    for row in rows:
+        m = row.metric
+        lines.append(
+            (
+                m.workload,
+                m.case,
+                f"{m.name} ({m.unit})",
+                format_value(row.kpybroker),
+                format_value(row.kafka),
+                format_ratio(row),
+                m.target_text(),
+                format_met(row),
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    right = {3, 4, 5}
+    return "\n".join(
+        "  ".join(
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(line)
+        ).rstrip()
+        for line in lines
+    )
+
+
+# -- the chart --------------------------------------------------------------------
+
+
+def chart_panels(rows: Sequence[Row]) -> list[tuple[str, list[Row]]]:
+    """The issue's targets, and what each broker costs (CPU per MB, memory)."""
+    targets = [row for row in rows if row.metric.has_target and row.advantage is not None]
+    costs = [
+        row
+        for row in rows
+        if not row.metric.has_target
+        and row.advantage is not None
+        and (row.metric.unit in ("ms/MB", "MB") or row.metric.name.startswith("Metadata"))
+    ]
+    return [("Targets (green: met, red: missed)", targets), ("Cost and scale", costs)]
+
+
+def write_chart(rows: Sequence[Row], path: Path, title: str) -> None:
+    """Bars of kpybroker's advantage from 1.0 (log scale): right of 1 = kpybroker better."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    panels = [(name, shown) for name, shown in chart_panels(rows) if shown]
+    heights = [len(shown) for _, shown in panels]
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(10, 0.36 * sum(heights) + 1.2 * len(panels) + 1),
+        gridspec_kw={"height_ratios": heights},
+        squeeze=False,
+    )
+    for ax, (name, shown) in zip(axes[:, 0], panels, strict=True):
+        values = [row.advantage or 1.0 for row in shown]
+        colours = [{True: "#2e7d32", False: "#c62828", None: "#78909c"}[r.met] for r in shown]
+        positions = list(range(len(shown)))[::-1]
+        ax.barh(positions, [v - 1 for v in values], left=1, color=colours)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        ax.axvline(1.0, color="black", linewidth=1)
+        ax.set_yticks(
+            positions,
+            [
+                f"{r.metric.workload}: {r.metric.name} ({r.metric.unit}); {r.metric.case}"
+                for r in shown
+            ],
+            fontsize=7,
+        )
+        low, high = min(*values, 0.5), max(*values, 2.0)
+        ax.set_xlim(low / 1.6, high * 1.6)
+        ax.set_title(name, fontsize=9)
+        for pos, value in zip(positions, values, strict=True):
+            ax.text(value, pos, f" {value:.2f}x ", va="center", fontsize=7,
+                    ha="left" if value >= 1 else "right")  # fmt: skip
+    axes[-1, 0].set_xlabel(
+        "kpybroker's advantage over Apache Kafka (log scale): the throughput ratio, or the "
+        "inverse ratio\nfor latency, CPU and memory; right of 1.0 = kpybroker better"
+    )
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# -- the document -------------------------------------------------------------------
+
+
+def markdown_table(rows: Sequence[Row]) -> list[str]:
+    lines = [
+        "| Workload | Case | Metric | kpybroker | Kafka | kpybroker/Kafka | Target |",
+        "|---|---|---|--:|--:|--:|---|",
+    ]
+    for row in rows:
+        m = row.metric
+        target = f"{m.target_text()} **{format_met(row)}**" if m.has_target else ""
+        lines.append(
+            f"| {m.workload} | {m.case} | {m.name} ({m.unit}) | {format_value(row.kpybroker)} | "
+            f"{format_value(row.kafka)} | {format_ratio(row)} | {target} |"
+        )
+    return lines
+
+
+def profile_section(profile: Profile) -> list[str]:
+    lines = [
+        f"### {profile.title}",
+        "",
+        f"{profile.samples:,} busy samples at {SAMPLE_RATE} Hz "
+        f"({profile.busy_share:.2f} cores busy on average over {profile.seconds:.1f} s).",
+        "",
+        "| Layer of the innermost Python frame | Share |",
+        "|---|--:|",
+    ]
+    lines += [f"| {layer} | {share(n, profile.samples)} |" for layer, n in profile.by_layer]
+    lines += ["", "| Function (self time) | Share |", "|---|--:|"]
+    lines += [f"| `{name}` | {share(n, profile.samples)} |" for name, n in profile.top_self]
+    lines += ["", "| Function (including callees) | Share |", "|---|--:|"]
+    lines += [f"| `{name}` | {share(n, profile.samples)} |" for name, n in profile.top_inclusive]
+    return [*lines, ""]
+
+
+def import_section(profile: ImportProfile) -> list[str]:
+    lines = [
+        "### Startup: `python -X importtime -m kpybroker --version`",
+        "",
+        f"Importing the broker's modules takes {profile.total_ms:.0f} ms of the startup time.",
+        "",
+        "| Module (including what it imports) | ms |",
+        "|---|--:|",
+    ]
+    lines += [f"| `{name}` | {ms:.1f} |" for name, ms in profile.top_cumulative]
+    lines += ["", "| Module (its own code) | ms |", "|---|--:|"]
+    lines += [f"| `{name}` | {ms:.1f} |" for name, ms in profile.top_self]
+    return [*lines, ""]
+
+
+def share(count: int, total: int) -> str:
+    return f"{100 * count / total:.1f}%" if total else "-"
+
+
+def settings_lines(settings: dict[str, str]) -> list[str]:
+    return [f"  - `{key}={value}`" for key, value in settings.items()]
+
+
+def method_lines(info: RunInfo) -> list[str]:
+    plan = info.plan
+    return [
+        f"- {plan.rounds} round(s). Each round starts both brokers afresh (empty data "
+        "directories), warms both up with an unrecorded ProducerPerformance and "
+        f"ConsumerPerformance run ({plan.warmup_records:,} records), then runs every step "
+        "against one broker and then the other. The order alternates from step to step and "
+        "from round to round (ABBA), so a change in the machine's load during a run falls "
+        "on both brokers alike. Only one workload runs at a time.",
+        "- Each figure is the median over the rounds; the ratio is kpybroker's median over "
+        "Kafka's. The raw samples are at the end.",
+        "- Workload 5 (scale) ends each round: the first broker gets its partitions and "
+        "idle connections, is measured and stopped, then the second.",
+        "- Workload 1: `ProducerPerformance --throughput -1 --producer-props acks=all`, every "
+        "other producer setting at its default (so idempotence on, batch.size 16 KiB, "
+        "linger.ms 5); its latency is per record, from `send()` to the acknowledgement. "
+        "MB/s is as the tool prints it (MiB).",
+        "- Workload 2: `ConsumerPerformance` in a new group reading the data of workload 1 "
+        "back; the figures are its `fetch.MB.sec` and `fetch.nMsg.sec`, which exclude the "
+        "group join.",
+        "- Workload 3: `EndToEndLatency <broker> e2e <n> all <size>`: one record at a time, "
+        "produced then consumed. The tool prints its percentiles in whole milliseconds.",
+        "- Workload 4: confluent-kafka produces with `linger.ms` as given and `acks=all`, "
+        "then a consumer in a new group (subscribe) reads every record. Each value "
+        "carries its index: every record is checked for content, and none may be missing "
+        "or duplicated. Consumer throughput counts from the first record to the last.",
+        "- Workload 5: partitions are created with the admin client (replication factor 1) "
+        "and counted ready once Metadata shows every one with a leader. Idle connections "
+        "each send ApiVersions and then stay silent. Metadata latency is an all-topics "
+        f"Metadata v12 request on one connection, {plan.metadata_requests} times after one "
+        "unrecorded. The hot partition gets a ProducerPerformance run as in workload 1, while "
+        "the idle connections are open. RSS is read after that run.",
+        "- Startup: from spawning the process to the first ApiVersions answer (a probe "
+        "connects every 5 ms), with an empty data directory. Idle RSS: "
+        f"{plan.idle_settle_s:g} s later, no client connected.",
+        "- CPU per MB: the broker process's user + system CPU time (`/proc/<pid>/stat`, "
+        "all threads) over the step, per MB (10^6 bytes) of record payload moved.",
+    ]
+
+
+def write_doc(
+    path: Path,
+    info: RunInfo,
+    results: Results,
+    profiles: Sequence[Profile],
+    imports: ImportProfile | None,
+    chart: Path | None,
+    notes: Sequence[str],
+) -> None:
+    rows = results.rows()
+    missed = [row for row in rows if row.met is False]
+    met = [row for row in rows if row.met is True]
+    lines = [
+        "# Performance: kpybroker and Apache Kafka side by side",
+        "",
+        f"Generated by `{info.command}` on {info.started:%Y-%m-%d %H:%M} UTC "
+        f"({info.plan.name} plan, {info.plan.rounds} round(s), {info.minutes:.0f} min). "
+        "Do not edit this file: run the command again.",
+        "",
+        "## Summary",
+        "",
+        f"Targets met: {len(met)} of {len(met) + len(missed)}.",
+        "",
+    ]
+    for row in missed:
+        m = row.metric
+        lines.append(
+            f"- **Missed**: {m.workload}, {m.case}: {m.name} — kpybroker "
+            f"{format_value(row.kpybroker)} {m.unit}, Kafka {format_value(row.kafka)} {m.unit} "
+            f"({format_ratio(row)}; target {m.target_text()})."
+        )
+    lines += [*(f"- {note}" for note in notes), ""]
+    lines += ["## Results", "", *markdown_table(rows), ""]
+    if chart is not None:
+        lines += [f"![kpybroker's advantage over Kafka per metric]({chart.name})", ""]
+    if profiles or imports:
+        lines += [
+            "## Where the time goes (missed targets)",
+            "",
+            "Each missed workload was run once more against a fresh, warmed-up kpybroker "
+            "with `py-spy record --nonblocking --function` attached.",
+            "",
+        ]
+        for profile in profiles:
+            lines += profile_section(profile)
+        if imports is not None:
+            lines += import_section(imports)
+    lines += ["## Machine", "", *(f"- {line}" for line in info.machine.lines()), ""]
+    lines += [
+        "## Versions and settings",
+        "",
+        f"- {info.kpybroker_version}: its defaults (Kafka's) plus",
+        *settings_lines(KPYBROKER_SETTINGS),
+        f"- {info.kafka_version} (Maven Central jars), KRaft combined broker+controller, "
+        "the settings of `tests/helpers/reference_kafka.py` with, on top,",
+        *settings_lines(KAFKA_SETTINGS),
+        f"  - JVM: `-Xmx{KAFKA_HEAP} {' '.join(info.kafka_jvm)}`",
+        f"- Kafka's tools: the same jars; JVM `-Xmx{TOOL_HEAP} {' '.join(TOOL_JVM_OPTIONS)}`",
+        *(f"- {version}" for version in info.client_versions),
+        "",
+        "## Method",
+        "",
+        *method_lines(info),
+        "",
+        "## Raw samples (one per round, in round order)",
+        "",
+        "| Workload | Case | Metric | kpybroker | Kafka |",
+        "|---|---|---|---|---|",
+    ]
+    for metric, by_broker in results.samples.items():
+        lines.append(
+            f"| {metric.workload} | {metric.case} | {metric.name} ({metric.unit}) | "
+            f"{', '.join(format_value(v) for v in by_broker[KPYBROKER])} | "
+            f"{', '.join(format_value(v) for v in by_broker[KAFKA])} |"
+        )
+    path.write_text("\n".join(lines) + "\n")

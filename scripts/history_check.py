@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Check a history of a Kafka workload, in the style of Jepsen's Kafka checker.
+
+A history is a list of events, one JSON object per line in a file (or the
+same dicts from Python); every value is ``"<producer>:<sequence>"``, unique
+to one send, so that a record can be followed from send to read:
+
+- ``{"op": "ack", "value": v, "partition": p, "offset": o}``: the broker
+  acknowledged ``v`` at ``p``/``o``; ``{"op": "fail", "value": v}``: it
+  answered with an error (the record may or may not have been written).
+- ``{"op": "assign", "consumer": c, "partitions": [...]}``: consumer ``c``
+  got an assignment; ``{"op": "poll", "consumer": c, "partition": p,
+  "offset": o, "value": v}``: it read ``v`` at ``p``/``o``.
+- ``{"op": "final", "partition": p, "offset": o, "value": v}``: the record
+  at ``p``/``o`` when everything was read back at the end.
+
+Violations (any makes the exit status 1):
+
+- lost: acknowledged, but not in the final log;
+- duplicated: in the final log more than once;
+- misplaced: in the final log elsewhere than its acknowledgement said;
+- reordered: a producer's records out of sequence order within a partition;
+- offsets backwards: final offsets of a partition not increasing, or a
+  consumer reading a partition at an offset not above its previous one
+  between two assignments (a rebalance may legitimately rewind it);
+- phantom reads: a consumer read a record the final log does not hold there
+  (it saw a write that was later undone).
+
+Also counted, not violations: records written although their send failed
+(indeterminate), re-deliveries to consumers (at-least-once), gaps in final
+offsets, and acknowledged records no consumer read (``--require-consumed``
+makes those violations).
+
+Usage: ``scripts/history_check.py HISTORY.jsonl [--require-consumed]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+VIOLATIONS = ("lost", "duplicated", "misplaced", "reordered", "offsets_backwards", "phantom_reads")
+NOTES = ("written_after_failure", "redelivered", "offset_gaps", "unconsumed")
+EXAMPLES = 5
+
+Event = Mapping[str, Any]
+Position = tuple[int, int]
+
+
+@dataclass
+class Report:
+    """Counts of each kind of anomaly, with a few examples of each."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    acked: int = 0
+    failed: int = 0
+    final: int = 0
+    polled: int = 0
+    require_consumed: bool = False
+
+    def add(self, kind: str, example: str) -> None:
+        self.counts[kind] += 1
+        if len(self.examples[kind]) < EXAMPLES:
+            self.examples[kind].append(example)
+
+    @property
+    def violations(self) -> dict[str, int]:
+        kinds = VIOLATIONS + (("unconsumed",) if self.require_consumed else ())
+        return {kind: self.counts[kind] for kind in kinds if self.counts[kind]}
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def summary(self) -> str:
+        lines = [
+            f"{self.acked} acknowledged, {self.failed} failed, {self.final} in the final log, "
+            f"{self.polled} reads"
+        ]
+        for kind in VIOLATIONS + NOTES:
+            lines.append(f"  {kind}: {self.counts[kind]}")
+            lines += [f"    e.g. {example}" for example in self.examples.get(kind, [])]
+        lines.append("OK" if self.ok else f"VIOLATIONS: {self.violations}")
+        return "\n".join(lines)
+
+
+def check(events: Iterable[Event], *, require_consumed: bool = False) -> Report:
+    """Check a whole history; see the module docstring for what is checked."""
+    report = Report(require_consumed=require_consumed)
+    by_op: dict[str, list[Event]] = defaultdict(list)
+    for event in events:
+        by_op[event["op"]].append(event)
+        if event["op"] in ("assign", "poll"):
+            by_op["consumer"].append(event)  # in history order: assignments reset the checks
+    final = _check_final(report, by_op["final"])
+    _check_producers(report, by_op["ack"], by_op["fail"], final)
+    _check_consumers(report, by_op["consumer"], final)
+    _check_consumed(report, by_op["ack"], by_op["poll"])
+    return report
+
+
+def _check_final(report: Report, events: list[Event]) -> dict[Position, str]:
+    """The final log as {(partition, offset): value}; duplicates, order and offsets."""
+    final: dict[Position, str] = {}
+    where: dict[str, Position] = {}
+    last_offset: dict[int, int] = {}
+    last_seq: dict[tuple[int, str], int] = {}
+    for event in events:
+        partition, offset, value = event["partition"], event["offset"], event["value"]
+        report.final += 1
+        previous = last_offset.get(partition)
+        if previous is not None and offset <= previous:
+            report.add("offsets_backwards", f"final p{partition}: {offset} after {previous}")
+        elif previous is not None and offset != previous + 1:
+            report.add("offset_gaps", f"final p{partition}: {previous} -> {offset}")
+        last_offset[partition] = offset
+        if value in where:
+            report.add("duplicated", f"{value} at {where[value]} and {(partition, offset)}")
+        where[value] = (partition, offset)
+        final[(partition, offset)] = value
+        producer, seq = _parse(value)
+        if seq <= last_seq.get((partition, producer), -1):
+            report.add("reordered", f"p{partition} offset {offset}: {value} after seq {seq}")
+        last_seq[(partition, producer)] = seq
+    return final
+
+
+def _check_producers(
+    report: Report, acks: list[Event], fails: list[Event], final: Mapping[Position, str]
+) -> None:
+    stored = {value: position for position, value in final.items()}
+    for event in acks:
+        report.acked += 1
+        value = event["value"]
+        position = stored.get(value)
+        if position is None:
+            report.add("lost", f"{value} acknowledged at {(event['partition'], event['offset'])}")
+        elif position != (event["partition"], event["offset"]):
+            report.add(
+                "misplaced",
+                f"{value} acknowledged at {(event['partition'], event['offset'])}, "
+                f"stored at {position}",
+            )
+    acked = {event["value"] for event in acks}
+    for event in fails:
+        report.failed += 1
+        if event["value"] in stored and event["value"] not in acked:
+            report.add("written_after_failure", f"{event['value']} at {stored[event['value']]}")
+
+
+def _check_consumers(report: Report, events: list[Event], final: Mapping[Position, str]) -> None:
+    last: dict[tuple[str, int], int] = {}
+    for event in events:
+        consumer = event["consumer"]
+        if event["op"] == "assign":
+            for key in [k for k in last if k[0] == consumer]:
+                del last[key]
+            continue
+        report.polled += 1
+        partition, offset, value = event["partition"], event["offset"], event["value"]
+        position = (partition, offset)
+        if final.get(position) != value:
+            report.add(
+                "phantom_reads",
+                f"{consumer} read {value} at {position}: the final log has {final.get(position)}",
+            )
+        previous = last.get((consumer, partition))
+        if previous is not None and offset <= previous:
+            report.add("offsets_backwards", f"{consumer} p{partition}: {offset} after {previous}")
+        last[(consumer, partition)] = offset
+
+
+def _check_consumed(report: Report, acks: list[Event], polls: list[Event]) -> None:
+    reads = Counter((event["partition"], event["offset"]) for event in polls)
+    for position, count in reads.items():
+        if count > 1:
+            report.add("redelivered", f"{position} read {count} times")
+    for event in acks:
+        position = (event["partition"], event["offset"])
+        if position not in reads:
+            report.add("unconsumed", f"{event['value']} at {position}")
+
+
+def _parse(value: str) -> tuple[str, int]:
+    producer, _, seq = value.rpartition(":")
+    return producer, int(seq)
+
+
+def read_history(path: Path) -> list[Event]:
+    with path.open() as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("history", type=Path, help="a JSON-lines history")
+    parser.add_argument(
+        "--require-consumed",
+        action="store_true",
+        help="count acknowledged records that no consumer read as violations",
+    )
+    args = parser.parse_args(argv)
+    report = check(read_history(args.history), require_consumed=args.require_consumed)
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

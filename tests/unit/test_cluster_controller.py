@@ -1,0 +1,163 @@
+"""The controller on a metadata store shared by several "brokers" (sessions).
+
+Each broker here is a ``ClusterMetadata`` on its own session with a running
+``Controller``; killing a broker closes its session, which deletes its
+registration (and its ``/controller`` node) as a crash does after the session
+timeout. Runs on both store backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from kpybroker.cluster.controller import Controller, NotControllerError
+from kpybroker.cluster.settings import ReplicationSettings
+from kpybroker.metadata.cluster import ClusterMetadata, Endpoint, PartitionState
+from kpybroker.protocol.errors import ErrorCode
+
+from .test_metadata_store import Backend, backend, eventually, scenario
+
+__all__ = ["backend"]  # the fixture, re-used from the store contract suite
+
+PLAINTEXT = (Endpoint("PLAINTEXT", "127.0.0.1", 9092),)
+SETTINGS = ReplicationSettings(fetch_backoff_ms=10, leader_imbalance_per_broker_percentage=0)
+
+
+@dataclass
+class Node:
+    cluster: ClusterMetadata
+    controller: Controller
+    task: asyncio.Task[None]
+
+    async def kill(self) -> None:
+        self.task.cancel()
+        await self.cluster.close()
+        await self.cluster.store.close()
+
+
+async def start_node(backend: Backend, broker_id: int, unclean: bool = False) -> Node:
+    cluster = ClusterMetadata(await backend.connect())
+    await cluster.start()
+    await cluster.register_broker(broker_id, PLAINTEXT)
+    controller = Controller(broker_id, cluster, SETTINGS, lambda topic: unclean)
+    cluster.add_listener(controller.on_change)
+    await controller.start()
+    return Node(cluster, controller, asyncio.create_task(controller.run()))
+
+
+async def start_nodes(backend: Backend, count: int, unclean: bool = False) -> list[Node]:
+    return [await start_node(backend, i, unclean) for i in range(count)]
+
+
+def state(node: Node, topic: str, partition: int) -> PartitionState | None:
+    return node.cluster.topics()[topic].partitions[partition].state
+
+
+@scenario
+async def test_one_controller_at_a_time(backend: Backend) -> None:
+    nodes = await start_nodes(backend, 3)
+    assert [n.controller.active for n in nodes] == [True, False, False]
+    assert nodes[0].controller.epoch == 1
+    await nodes[0].kill()
+    await eventually(lambda: nodes[1].controller.active or nodes[2].controller.active)
+    successor = next(n for n in nodes[1:] if n.controller.active)
+    assert successor.controller.epoch == 2
+    await eventually(lambda: nodes[1].cluster.controller_id == successor.controller.broker_id)
+
+
+@scenario
+async def test_leaders_follow_broker_deaths_and_returns(backend: Backend) -> None:
+    nodes = await start_nodes(backend, 3)
+    await nodes[0].cluster.create_topic("t", {0: [0, 1, 2], 1: [1, 2, 0]})
+    await eventually(lambda: state(nodes[2], "t", 1) is not None)
+    await nodes[1].kill()
+    await eventually(lambda: state(nodes[2], "t", 1).leader == 2)
+    assert state(nodes[2], "t", 1) == PartitionState(2, 1, (2, 0), 1)
+    assert state(nodes[2], "t", 0) == PartitionState(0, 0, (0, 2), 1)  # no new epoch
+    # The controller itself dies: another takes over and moves its leaderships.
+    await nodes[0].kill()
+    await eventually(lambda: state(nodes[2], "t", 0).leader == 2)
+    assert state(nodes[2], "t", 0) == PartitionState(2, 1, (2,), 2)
+    await nodes[2].kill()
+    # Nobody left to notice: the state still names the last leader, which leads again.
+    survivor = await start_node(backend, 2)
+    assert survivor.controller.epoch == 3
+    assert state(survivor, "t", 0) == PartitionState(2, 1, (2,), 2)
+
+
+@scenario
+async def test_a_partition_without_live_replicas_gets_its_state_later(backend: Backend) -> None:
+    [node] = await start_nodes(backend, 1)
+    await node.cluster.create_topic("late", {0: [5]})
+    assert state(node, "late", 0) is None
+    other = await start_node(backend, 5)
+    await eventually(lambda: state(node, "late", 0) is not None)
+    assert state(node, "late", 0) == PartitionState(5, 0, (5,), 1)
+    await other.kill()
+
+
+@scenario
+async def test_unclean_election(backend: Backend) -> None:
+    nodes = await start_nodes(backend, 2, unclean=True)
+    await nodes[0].cluster.create_topic("t", {0: [1, 0]})
+    current = nodes[0].cluster.topics()["t"].partitions[0]
+    await nodes[0].cluster.set_partition_state(
+        "t", 0, PartitionState(1, 0, (1,), 1), current.state_version
+    )
+    await nodes[1].kill()
+    await eventually(lambda: state(nodes[0], "t", 0).leader == 0)
+    assert state(nodes[0], "t", 0) == PartitionState(0, 1, (0,), 1)
+
+
+@scenario
+async def test_preferred_leader_election(backend: Backend) -> None:
+    nodes = await start_nodes(backend, 2)
+    controller = nodes[0].controller
+    await nodes[0].cluster.create_topic("t", {0: [1, 0], 1: [0, 1]})
+    outcome = await controller.elect_leaders([("t", 0), ("t", 1), ("t", 9)], unclean=False)
+    assert outcome[("t", 0)].code == ErrorCode.ELECTION_NOT_NEEDED
+    assert outcome[("t", 9)].code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    current = nodes[0].cluster.topics()["t"].partitions[0]
+    moved = PartitionState(0, 3, (0, 1), 1)
+    await nodes[0].cluster.set_partition_state("t", 0, moved, current.state_version)
+    outcome = await controller.elect_leaders([("t", 0)], unclean=False)
+    assert outcome == {("t", 0): None}
+    assert state(nodes[0], "t", 0) == PartitionState(1, 4, (0, 1), 1)
+    try:
+        await nodes[1].controller.elect_leaders([("t", 0)], unclean=False)
+    except NotControllerError:
+        pass
+    else:
+        raise AssertionError("only the controller elects")
+
+
+@scenario
+async def test_auto_rebalance_moves_leadership_back(backend: Backend) -> None:
+    nodes = await start_nodes(backend, 2)
+    await nodes[0].cluster.create_topic("t", {0: [1, 0]})
+    current = nodes[0].cluster.topics()["t"].partitions[0]
+    await nodes[0].cluster.set_partition_state(
+        "t", 0, PartitionState(0, 1, (0, 1), 1), current.state_version
+    )
+    await nodes[0].controller._apply(nodes[0].controller._imbalanced())
+    assert state(nodes[0], "t", 0) == PartitionState(1, 2, (0, 1), 1)
+
+
+@scenario
+async def test_a_deposed_controller_resigns_at_its_first_write(backend: Backend) -> None:
+    nodes = await start_nodes(backend, 3)
+    await nodes[0].cluster.create_topic("t", {0: [1, 2, 0]})
+    old = nodes[0].controller
+    nodes[0].task.cancel()  # a controller that stopped noticing changes
+    await nodes[0].cluster.store.delete("/controller")
+    await eventually(lambda: nodes[1].controller.active or nodes[2].controller.active)
+    await nodes[2].kill()
+    await eventually(lambda: state(nodes[1], "t", 0).isr == (1, 0))  # written at epoch 2
+    current = nodes[0].cluster.topics()["t"].partitions[0]
+    moved = PartitionState(0, 1, (1, 0), 2)
+    await nodes[0].cluster.set_partition_state("t", 0, moved, current.state_version)
+    assert old.active and old.epoch == 1
+    outcome = await old.elect_leaders([("t", 0)], unclean=False)
+    assert outcome[("t", 0)].code == ErrorCode.NOT_CONTROLLER
+    assert not old.active

@@ -1,0 +1,254 @@
+"""Three real ``Broker`` objects in one event loop, sharing one built-in metadata ensemble.
+
+The whole replication path runs (Fetch with replica_id, OffsetForLeaderEpoch,
+acks=all, ISR changes, the controller) over real sockets on loopback, in a
+second or two; the process-level fault tests are in
+tests/integration/test_replication_faults.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kpybroker.broker
+from kpybroker.broker import Broker
+from kpybroker.cluster.broker_client import BrokerConnection
+from kpybroker.config import BrokerConfig
+from kpybroker.metadata.builtin import BuiltinEnsemble, BuiltinMetadataStore
+from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
+from kpybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from kpybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from kpybroker.protocol.messages.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from kpybroker.protocol.records import NewRecord, build_batch
+
+from .test_metadata_store import eventually
+
+TOPIC = "replicated"
+SETTINGS = {
+    "listeners": "PLAINTEXT://127.0.0.1:0",
+    "replica.lag.time.max.ms": "1000",
+    "replica.fetch.wait.max.ms": "100",
+    "replica.fetch.backoff.ms": "20",
+    "min.insync.replicas": "2",
+    "auto.leader.rebalance.enable": "false",
+}
+
+
+class Cluster:
+    def __init__(self, root: Path, ensemble: BuiltinEnsemble) -> None:
+        self.root = root
+        self.ensemble = ensemble
+        self.brokers: dict[int, Broker] = {}
+
+    async def start(self, broker_id: int) -> Broker:
+        config = BrokerConfig.load(
+            None,
+            {**SETTINGS, "broker.id": str(broker_id), "log.dirs": str(self.root / f"b{broker_id}")},
+        )
+        broker = self.brokers[broker_id] = Broker(config)
+        await broker.start()
+        return broker
+
+    async def stop(self, broker_id: int) -> None:
+        await self.brokers.pop(broker_id).stop()
+
+    def any(self) -> Broker:
+        return next(iter(self.brokers.values()))
+
+    def state(self, partition: int = 0) -> Any:
+        return self.any().cluster.topics()[TOPIC].partitions[partition]
+
+    async def call(self, broker: Broker, request: Any, version: int) -> Any:
+        address = broker.live_brokers("PLAINTEXT")
+        port = next(a.port for a in address if a.broker_id == broker.broker_id)
+        connection = BrokerConnection("127.0.0.1", port, "test", timeout_s=10)
+        await connection.connect()
+        try:
+            return await connection.request(request, version)
+        finally:
+            connection.close()
+
+
+def scenario(test: Callable[[Cluster], Awaitable[None]]) -> Callable[..., None]:
+    """Run ``test`` with three started brokers, all sharing one metadata ensemble."""
+
+    def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        async def main() -> None:
+            ensemble = BuiltinEnsemble(tmp_path / "metadata")
+            await ensemble.start()
+            monkeypatch.setattr(
+                kpybroker.broker,
+                "open_metadata_store",
+                lambda config: BuiltinMetadataStore(ensemble=ensemble),
+            )
+            cluster = Cluster(tmp_path, ensemble)
+            try:
+                for broker_id in range(3):
+                    await cluster.start(broker_id)
+                await cluster.any().topics.create(TOPIC, num_partitions=2, replication_factor=3)
+                await test(cluster)
+            finally:
+                for broker_id in list(cluster.brokers):
+                    await cluster.stop(broker_id)
+                await ensemble.stop()
+
+        asyncio.run(asyncio.wait_for(main(), 60))
+
+    run.__doc__ = test.__doc__  # not functools.wraps: pytest would ask for test's arguments
+    return run
+
+
+def produce(values: list[bytes], partition: int = 0, acks: int = -1, timeout_ms: int = 5000):
+    batch = build_batch([NewRecord(None, v, (), 1_700_000_000_000) for v in values])
+    return ProduceRequest(
+        transactional_id=None,
+        acks=acks,
+        timeout_ms=timeout_ms,
+        topic_data=[TopicProduceData(TOPIC, [PartitionProduceData(partition, batch)])],
+    )
+
+
+async def produce_to(cluster: Cluster, broker: Broker, values: list[bytes], **kwargs: Any) -> Any:
+    response = await cluster.call(broker, produce(values, **kwargs), 11)
+    return response, response.responses[0].partition_responses[0]
+
+
+def leader_of(cluster: Cluster, partition: int = 0) -> Broker:
+    return cluster.brokers[cluster.state(partition).leader]
+
+
+def segment_bytes(broker: Broker, partition: int = 0) -> bytes:
+    plog = broker.replicas.get(TOPIC, partition).log
+    return b"".join(segment.log_path.read_bytes() for segment in plog.segments)
+
+
+@scenario
+async def test_acks_all_writes_reach_every_replica_byte_for_byte(cluster: Cluster) -> None:
+    leader = leader_of(cluster)
+    for i in range(5):
+        _, part = await produce_to(cluster, leader, [b"v%d" % i] * 3)
+        assert (part.error_code, part.base_offset) == (0, 3 * i)
+        assert leader.replicas.get(TOPIC, 0).high_watermark >= 3 * i + 3
+    await eventually(lambda: len({segment_bytes(b) for b in cluster.brokers.values()}) == 1)
+    for broker in cluster.brokers.values():
+        assert broker.replicas.get(TOPIC, 0).log.epoch_cache.entries == [(0, 0)]
+
+
+@scenario
+async def test_other_brokers_point_at_the_leader(cluster: Cluster) -> None:
+    leader = leader_of(cluster)
+    other = next(b for b in cluster.brokers.values() if b is not leader)
+    response, part = await produce_to(cluster, other, [b"x"])
+    assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (
+        leader.broker_id,
+        0,
+    )
+    assert [e.node_id for e in response.node_endpoints] == [leader.broker_id]
+    topic_id = other.topics.get(TOPIC).topic_id  # Fetch v13+ names topics by id
+    fetch = FetchRequest(
+        max_wait_ms=0,
+        topics=[
+            FetchTopic(topic_id=topic_id, partitions=[FetchPartition(0, -1, 0, -1, -1, 1 << 20)])
+        ],
+    )
+    response = await cluster.call(other, fetch, 16)
+    data = response.responses[0].partitions[0]
+    assert data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert data.current_leader.leader_id == leader.broker_id
+    assert [e.node_id for e in response.node_endpoints] == [leader.broker_id]
+
+
+@scenario
+async def test_a_dead_follower_leaves_the_isr_and_writes_go_on(cluster: Cluster) -> None:
+    leader = leader_of(cluster)
+    follower = next(b for b in cluster.brokers if b != leader.broker_id)
+    await cluster.stop(follower)
+    await eventually(lambda: follower not in cluster.state().isr)
+    _, part = await produce_to(cluster, leader, [b"after"])
+    assert part.error_code == 0
+    meta = await cluster.call(
+        leader, MetadataRequest(topics=[MetadataRequestTopic(name=TOPIC)]), 12
+    )
+    [p0] = [p for p in meta.topics[0].partitions if p.partition_index == 0]
+    assert follower in p0.replica_nodes
+    assert follower not in p0.isr_nodes
+    assert p0.offline_replicas == [follower]
+    back = await cluster.start(follower)
+    await eventually(lambda: follower in cluster.state().isr, timeout=10)
+    assert back.replicas.get(TOPIC, 0).log.log_end_offset == 1
+
+
+@scenario
+async def test_acks_all_times_out_while_a_follower_stalls(cluster: Cluster) -> None:
+    leader = leader_of(cluster)
+    follower = cluster.brokers[next(b for b in cluster.brokers if b != leader.broker_id)]
+    await follower.replicas._fetchers.close()  # alive and registered, but not fetching
+    _, part = await produce_to(cluster, leader, [b"stuck"], timeout_ms=100)
+    assert part.error_code == ErrorCode.REQUEST_TIMED_OUT
+    # Once the ISR shrinks (replica.lag.time.max.ms), acks=all succeeds without it.
+    await eventually(lambda: follower.broker_id not in cluster.state().isr, timeout=10)
+    _, part = await produce_to(cluster, leader, [b"unstuck"])
+    assert (part.error_code, part.base_offset) == (0, 1)
+
+
+@scenario
+async def test_not_enough_replicas(cluster: Cluster) -> None:
+    leader = leader_of(cluster)
+    for broker_id in [b for b in list(cluster.brokers) if b != leader.broker_id]:
+        await cluster.stop(broker_id)
+    await eventually(lambda: cluster.state().isr == (leader.broker_id,))
+    _, part = await produce_to(cluster, leader, [b"alone"])
+    assert part.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    _, part = await produce_to(cluster, leader, [b"alone"], acks=1)
+    assert part.error_code == 0
+
+
+@scenario
+async def test_leader_failover_and_the_old_leaders_return(cluster: Cluster) -> None:
+    old = leader_of(cluster)
+    await produce_to(cluster, old, [b"a", b"b"])
+    await cluster.stop(old.broker_id)
+    await eventually(lambda: cluster.state().leader not in (old.broker_id, -1))
+    new = leader_of(cluster)
+    assert cluster.state().leader_epoch == 1
+    _, part = await produce_to(cluster, new, [b"c"])
+    assert (part.error_code, part.base_offset) == (0, 2)
+    back = await cluster.start(old.broker_id)
+    await eventually(lambda: old.broker_id in cluster.state().isr, timeout=10)
+    assert back.replicas.get(TOPIC, 0).log.epoch_cache.entries == [(0, 0), (1, 2)]
+    # ElectLeaders moves leadership back to the preferred replica (the first one).
+    preferred = cluster.state().replicas[0]
+    controller = cluster.brokers[cluster.any().cluster.controller_id]
+    request = ElectLeadersRequest(0, [TopicPartitions(TOPIC, [0])], 5000)
+    response = await cluster.call(controller, request, 2)
+    [result] = response.replica_election_results[0].partition_result
+    expected = ErrorCode.ELECTION_NOT_NEEDED if preferred == new.broker_id else ErrorCode.NONE
+    assert result.error_code == expected
+    await eventually(lambda: cluster.state().leader == preferred)
+
+
+@scenario
+async def test_a_broker_whose_session_expires_fences_itself(cluster: Cluster) -> None:
+    leader = leader_of(cluster)
+    store = leader.store
+    assert isinstance(store, BuiltinMetadataStore)
+    lost = asyncio.Event()
+    leader.cluster.add_listener(lambda change: leader.replicas.fenced and lost.set())
+    await store.expire_session()
+    await asyncio.wait_for(lost.wait(), 5)
+    await eventually(lambda: not leader.replicas.fenced)
+    assert leader.broker_id in leader.cluster.live_brokers()
+    await eventually(lambda: len(cluster.state().isr) == 3, timeout=10)
+    _, part = await produce_to(cluster, leader_of(cluster), [b"after expiry"])
+    assert part.error_code == 0
