@@ -27,7 +27,8 @@ from kpybroker.protocol.errors import ErrorCode, KafkaError
 if TYPE_CHECKING:
     from kpybroker.broker import Broker
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -239,7 +240,14 @@ class TopicManager:
         return self.get(name)
 
     async def auto_create(self, name: str) -> Topic:
-        """Create a topic a client asked for by name, with the broker's defaults."""
+        """Create a topic a client asked for by name, with the broker's defaults.
+
+        ``__consumer_offsets`` is created the group coordinator's way instead
+        (offsets.topic.* settings, compacted), as Kafka's auto-creation does.
+        """
+        if name == OFFSETS_TOPIC:
+            await self.broker.coordinator.runtime.ensure_offsets_topic()
+            return self.get(name)
         try:
             return await self.create(name, num_partitions=-1, replication_factor=-1)
         except KafkaError as exc:

@@ -38,6 +38,7 @@ from kpybroker.protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from kpybroker.topics import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,10 @@ def produce_partition(
     response = PartitionProduceResponse(index=index)
     partition = None
     try:
+        if topic in INTERNAL_TOPICS:
+            raise KafkaError(
+                ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
+            )
         partition = broker.replicas.leader_partition(topic, index)
         batch = validate_records(data, ctx.api_version, partition.log.config.max_message_bytes)
         batch = in_topic_codec(batch, partition.log.config)

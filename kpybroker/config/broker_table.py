@@ -557,7 +557,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "snappy, 3 lz4, 4 zstd)."),
     ConfigKey("offsets.load.buffer.size", INT, 5_242_880, HIGH, valid=Range(1),
               doc="Read buffer size used when loading offsets into the coordinator's cache."),
-    ConfigKey("offsets.commit.timeout.ms", INT, 5000, HIGH, valid=Range(1),
+    ConfigKey("offsets.commit.timeout.ms", INT, 5000, HIGH, valid=Range(1), enforced=True,
               doc="How long an offset commit waits for replication before it times out."),
     ConfigKey("offsets.commit.required.acks", SHORT, -1, HIGH,
               doc="Kafka 3.x: acks needed before an offset commit is accepted."),
