@@ -32,6 +32,16 @@ FIXED = {
     "uint16": ("U16", "0", 2),
     "float64": ("F64", "0.0", 8),
 }
+# struct format character of each fixed-width type, for runs packed with one Struct.
+FORMAT = {
+    "bool": "?",
+    "int8": "b",
+    "int16": "h",
+    "int32": "i",
+    "int64": "q",
+    "uint16": "H",
+    "float64": "d",
+}
 VARIABLE = {"string", "bytes", "records", "uuid"}
 PRIMITIVES = set(FIXED) | VARIABLE
 
@@ -287,6 +297,23 @@ class Emitter:
         self.depth -= 1
 
 
+def is_plain_fixed(f: Field) -> bool:
+    """A fixed-width scalar outside the tag section."""
+    return f.tag is None and not f.array and f.type in FIXED
+
+
+def fixed_runs(fields: list[Field]) -> list[list[Field]]:
+    """``fields`` in order, consecutive plain fixed-width ones grouped: a group of two or
+    more is read or written with one precompiled ``Struct``."""
+    groups: list[list[Field]] = []
+    for f in fields:
+        if groups and is_plain_fixed(f) and all(is_plain_fixed(g) for g in groups[-1]):
+            groups[-1].append(f)
+        else:
+            groups.append([f])
+    return groups
+
+
 class Generator:
     """Generates one module: classes, then per-version decoders and encoders."""
 
@@ -296,6 +323,24 @@ class Generator:
         self.chunks: list[str] = []
         self.counter = 0
         self.var = 0
+        self.structs: dict[str, str] = {}  # name -> format of the Structs of fixed-width runs
+        self.defaults: dict[str, str] = {}  # name -> struct class of default instances
+
+    def run_struct(self, run: list[Field]) -> str:
+        """The module-level ``Struct`` for a run of fixed-width fields."""
+        fmt = "".join(FORMAT[f.type] for f in run)
+        name = "_S_" + fmt.replace("?", "o")
+        self.structs[name] = fmt
+        return name
+
+    def default_instance(self, f: Field) -> str:
+        """An expression equal to ``f``'s default, built once per module for structs (the
+        encoders compare tagged fields with their defaults on every call)."""
+        if not f.is_struct or f.array or f.default == "null":
+            return python_default(f)
+        name = f"_DEFAULT_{f.type}"
+        self.defaults[name] = f.type
+        return name
 
     def fresh(self, prefix: str) -> str:
         self.var += 1
@@ -320,8 +365,8 @@ class Generator:
             e.dedent()
         e("def __eq__(self, other):")
         e.indent()
-        e("return type(other) is type(self) and all(")
-        e("    getattr(self, s) == getattr(other, s) for s in self.__slots__)")
+        comparisons = "".join(f" and self.{f.name} == other.{f.name}" for f in fields)
+        e(f"return type(other) is type(self){comparisons}")
         e.dedent()
         e("def __repr__(self):")
         e.indent()
@@ -416,12 +461,16 @@ class Generator:
         present = [f for f in fields if f.present(v)]
         tagged = [f for f in present if f.tag is not None and flexible]
         locals_ = {f.name: f"f_{f.name}" for f in fields}
-        for f in present:
-            if f.tag is not None:
-                if flexible:
-                    e(f"{locals_[f.name]} = {python_default(f)}")
+        for run in fixed_runs([f for f in present if f.tag is None]):
+            if len(run) == 1:
+                self.decode_field(e, run[0], locals_[run[0].name], flexible, v)
                 continue
-            self.decode_field(e, f, locals_[f.name], flexible, v)
+            targets = ", ".join(locals_[f.name] for f in run)
+            e(f"{targets} = {self.run_struct(run)}.unpack_from(buf, pos)")
+            e(f"pos += {sum(FIXED[f.type][2] for f in run)}")
+        if flexible:
+            for f in tagged:
+                e(f"{locals_[f.name]} = {python_default(f)}")
         if flexible:
             e("ntags, pos = read_uvarint(buf, pos)")
             e("for _ in range(ntags):")
@@ -511,7 +560,7 @@ class Generator:
             else:
                 e(f"out += I32.pack(len({tmp}))")
             if f.type in FIXED and f.type != "bool":
-                e(f"write_fixed_array(out, {tmp}, {FIXED[f.type][0]})")
+                e(f"out += array_struct({FIXED[f.type][0]}, len({tmp})).pack(*{tmp})")
             else:
                 item = self.fresh("x")
                 e(f"for {item} in {tmp}:")
@@ -545,9 +594,12 @@ class Generator:
         e.indent()
         e("out = w.buf")
         present = [f for f in fields if f.present(v)]
-        for f in present:
-            if f.tag is None:
-                self.encode_field(e, f, f"o.{f.name}", flexible, v)
+        for run in fixed_runs([f for f in present if f.tag is None]):
+            if len(run) == 1:
+                self.encode_field(e, run[0], f"o.{run[0].name}", flexible, v)
+            else:
+                values = ", ".join(f"o.{f.name}" for f in run)
+                e(f"out += {self.run_struct(run)}.pack({values})")
         if flexible:
             tagged = sorted((f for f in present if f.tag is not None), key=lambda f: f.tag)
             if not tagged:
@@ -555,7 +607,7 @@ class Generator:
             else:
                 e("tags = []")
                 for f in tagged:
-                    e(f"if o.{f.name} != {python_default(f)}:")
+                    e(f"if o.{f.name} != {self.default_instance(f)}:")
                     e.indent()
                     e("outer, w.buf = w.buf, bytearray()")
                     e("out = w.buf")
@@ -592,6 +644,8 @@ class Generator:
         head = [
             f"# Generated by scripts/gen_protocol.py from protocol/{s.module}.schema. Do not edit.",
             "# ruff: noqa",
+            "from struct import Struct",
+            "",
             "from kpybroker.protocol._codec import (",
             "    BOOL, F64, I8, I16, I32, I64, U16, ZERO_UUID, DecodeError,",
             "    UnsupportedVersionError, Writer,",
@@ -599,7 +653,7 @@ class Generator:
             "    read_compact_records, read_compact_string, read_fixed_array, read_records,",
             "    read_string, read_tag_header, read_uuid, read_uvarint, skip_tagged_field,",
             "    write_bytes, write_compact_bytes, write_compact_records, write_compact_string,",
-            "    write_fixed_array, write_records, write_string, write_uvarint,",
+            "    array_struct, write_records, write_string, write_uvarint,",
             ")",
             "",
             "_MISSING = object()",
@@ -640,7 +694,9 @@ class Generator:
             classes.append(self.class_source(msg.class_name, msg.fields, extra))
             tables.append(f"_DECODERS_{msg.class_name} = {{{', '.join(decoders)}}}")
             tables.append(f"_ENCODERS_{msg.class_name} = {{{', '.join(encoders)}}}")
-        parts = ["\n".join(head), *classes, *self.chunks, "\n".join(tables)]
+        constants = [f"{n} = Struct('>{fmt}')" for n, fmt in sorted(self.structs.items())]
+        constants += [f"{n} = {cls}()" for n, cls in sorted(self.defaults.items())]
+        parts = ["\n".join(head), *classes, "\n".join(constants), *self.chunks, "\n".join(tables)]
         return "\n\n\n".join(parts) + "\n"
 
 

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from kpybroker.cluster import elections
 from kpybroker.cluster.settings import ReplicationSettings
 from kpybroker.metadata.cluster import (
-    ChangeKind,
     ClusterMetadata,
     MetadataChange,
     PartitionMetadata,
@@ -94,9 +93,9 @@ class Controller:
         return self.epoch is not None
 
     def on_change(self, change: MetadataChange) -> None:
-        """Metadata listener: anything but config changes may call for a pass."""
-        if change.kind not in (ChangeKind.TOPIC_CONFIG, ChangeKind.BROKER_CONFIG):
-            self._wake.set()
+        """Metadata listener: any change may call for a pass (a config change may enable
+        unclean leader election)."""
+        self._wake.set()
 
     async def start(self) -> None:
         """Contend for ``/controller`` once before the broker serves, so that a single

@@ -160,12 +160,16 @@ class Partition:
         """No longer the leader (or no longer hosted): answer whatever waited on leadership."""
         self.followers = {}
         self.pending_isr = None
+        self.fail_acks(error)
+        self._wake(self._append_waiters)
+        self._wake(self._hwm_waiters)
+
+    def fail_acks(self, error: ErrorCode) -> None:
+        """Answer every acks=all produce waiting here with ``error``."""
         acks, self._acks = self._acks, []
         for _, future in acks:
             if not future.done():
                 future.set_result(error)
-        self._wake(self._append_waiters)
-        self._wake(self._hwm_waiters)
 
     def close(self) -> None:
         """The partition is no longer hosted here (its topic was deleted)."""

@@ -116,6 +116,7 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         backoff = self.settings.fetch_backoff_ms / 1000
+        failing = False  # a dead leader is reported once, not at every retry
         while True:
             ready = await self._ready()
             try:
@@ -123,13 +124,18 @@ class ReplicaFetcher:
                 await self._truncate(connection, [s for s in ready if s.truncating])
                 await self._fetch(connection, [s for s in ready if not s.truncating])
             except CONNECTION_ERRORS as exc:
-                log.warning("fetching from broker %d failed: %r", self.leader_id, exc)
-                self._disconnect()
-                await asyncio.sleep(backoff)
+                level = logging.DEBUG if failing else logging.WARNING
+                log.log(level, "fetching from broker %d failed: %r", self.leader_id, exc)
+                failing = True
             except Exception:
                 log.exception("replica fetcher for broker %d failed", self.leader_id)
-                self._disconnect()
-                await asyncio.sleep(backoff)
+            else:
+                if failing:
+                    log.info("fetching from broker %d again", self.leader_id)
+                failing = False
+                continue
+            self._disconnect()
+            await asyncio.sleep(backoff)
 
     async def _ready(self) -> list[FetchState]:
         """The partitions not backing off, waiting for one when there are none."""
@@ -414,9 +420,6 @@ class FetcherManager:
         if not fetcher.states:
             del self.fetchers[slot]
             fetcher.stop()
-
-    def is_following(self, topic: str, index: int) -> bool:
-        return (topic, index) in self._assigned
 
     async def close(self) -> None:
         tasks = [fetcher.stop() for fetcher in self.fetchers.values()]

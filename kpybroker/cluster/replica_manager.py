@@ -140,6 +140,9 @@ class ReplicaManager:
                 "lost" if fenced else "re-established",
                 "fencing" if fenced else "resuming",
             )
+        if fenced:
+            for partition in self.partitions.values():
+                partition.fail_acks(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     async def run_isr_expiration(self) -> None:
         """Drop lagging followers from the ISRs led here, every half of replica.lag.time.max.ms."""

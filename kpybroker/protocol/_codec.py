@@ -263,16 +263,28 @@ def read_compact_array_length(buf: Any, pos: int) -> tuple[int, int]:
     return n, pos
 
 
+# Arrays of fixed-width numbers are short (replica lists, partition ids): their Structs are
+# compiled once per item type and length, up to this length.
+_CACHED_ARRAY_LENGTH = 64
+_array_structs: dict[tuple[str, int], struct.Struct] = {}
+
+
+def array_struct(item: struct.Struct, n: int) -> struct.Struct:
+    """The Struct of ``n`` big-endian items of ``item``'s type."""
+    key = (item.format, n)
+    compiled = _array_structs.get(key)
+    if compiled is None:
+        compiled = struct.Struct(f">{n}{item.format[-1]}")
+        if n <= _CACHED_ARRAY_LENGTH:
+            _array_structs[key] = compiled
+    return compiled
+
+
 def read_fixed_array(buf: Any, pos: int, n: int, item: struct.Struct) -> tuple[list, int]:
     """An array of ``n`` fixed-width numbers in one unpack."""
     size = n * item.size
     _need(buf, pos, size)
-    fmt = ">" + item.format[-1] * n
-    return list(struct.unpack_from(fmt, buf, pos)), pos + size
-
-
-def write_fixed_array(out: bytearray, values: list, item: struct.Struct) -> None:
-    out += struct.pack(">" + item.format[-1] * len(values), *values)
+    return list(array_struct(item, n).unpack_from(buf, pos)), pos + size
 
 
 def skip_tagged_field(buf: Any, pos: int) -> int:

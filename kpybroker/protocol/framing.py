@@ -33,44 +33,93 @@ class FrameTooLargeError(DecodeError):
 
 
 class FrameDecoder:
-    """Splits a byte stream into length-prefixed frames.
+    """Splits a byte stream into length-prefixed frames, receiving large frames in place.
 
-    Kafka's frame is an int32 size followed by that many bytes. Each frame is
-    returned as its own ``bytearray`` so that record batches inside it can be
-    stamped in place without another copy.
+    Kafka's frame is an int32 size followed by that many bytes. Each frame comes
+    out as its own ``bytearray``, so that record batches inside it can be stamped
+    in place without another copy.
+
+    Bytes come in through ``get_buffer()`` / ``buffer_updated(n)``, the shape of
+    ``asyncio.BufferedProtocol``: the socket reads straight into the buffer handed
+    out. Small frames are read into a fixed scratch buffer, many per read, and
+    copied out once each. A frame of ``IN_PLACE_MIN`` bytes or more (a produce
+    request with record batches) gets a buffer of its exact size as soon as its
+    size is known, and the rest of it is read directly there: its bytes are
+    copied once, by the kernel. ``feed(data)`` takes bytes already read instead.
     """
+
+    SCRATCH_SIZE = 64 * 1024
+    IN_PLACE_MIN = 16 * 1024
 
     def __init__(self, max_frame_size: int) -> None:
         self.max_frame_size = max_frame_size
-        self._buf = bytearray()
-        self._need = -1  # size of the frame being read, or -1 while reading the size
+        # Never resized: the event loop may still hold a view of it while we split frames.
+        self._scratch = bytearray(self.SCRATCH_SIZE)
+        self._scratch_view = memoryview(self._scratch)
+        self._end = 0  # bytes received into the scratch and not yet split into frames
+        self._frame: bytearray | None = None  # a large frame being received in place
+        self._frame_view = memoryview(b"")
+        self._filled = 0
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Where the next bytes of the stream go (never empty)."""
+        if self._frame is not None:
+            return self._frame_view[self._filled :]
+        return self._scratch_view[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> list[bytearray]:
+        """``nbytes`` were written at the start of the last ``get_buffer()``; return the frames
+        now complete. Raises FrameTooLargeError for a size over the limit, or negative."""
+        if self._frame is not None:
+            self._filled += nbytes
+            if self._filled < len(self._frame):
+                return []
+            frame, self._frame, self._frame_view = self._frame, None, memoryview(b"")
+            return [frame]
+        self._end += nbytes
+        return self._split()
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytearray]:
-        self._buf += data
+        """Take bytes already read; return the frames they complete."""
         frames: list[bytearray] = []
-        buf = self._buf
-        start = 0
-        while True:
-            if self._need < 0:
-                if len(buf) - start < 4:
-                    break
-                (size,) = I32.unpack_from(buf, start)
-                if size < 0 or size > self.max_frame_size:
-                    raise FrameTooLargeError(size, self.max_frame_size)
-                self._need = size
-                start += 4
-            if len(buf) - start < self._need:
-                break
-            frames.append(buf[start : start + self._need])
-            start += self._need
-            self._need = -1
-        if start:
-            del buf[:start]
+        view = memoryview(data)
+        while view:
+            buf = self.get_buffer()
+            n = min(len(buf), len(view))
+            buf[:n] = view[:n]
+            frames += self.buffer_updated(n)
+            view = view[n:]
+        return frames
+
+    def _split(self) -> list[bytearray]:
+        frames = []
+        scratch, start, end = self._scratch, 0, self._end
+        while end - start >= 4:
+            (size,) = I32.unpack_from(scratch, start)
+            if size < 0 or size > self.max_frame_size:
+                raise FrameTooLargeError(size, self.max_frame_size)
+            body = start + 4
+            if end - body >= size:
+                frames.append(scratch[body : body + size])
+                start = body + size
+                continue
+            if size >= self.IN_PLACE_MIN or size + 4 > len(scratch):
+                frame = bytearray(size)
+                frame[: end - body] = self._scratch_view[body:end]
+                self._frame, self._frame_view, self._filled = frame, memoryview(frame), end - body
+                start = end
+            break
+        # Move the start of an incomplete small frame to the front (same length: no resize).
+        remaining = end - start
+        if remaining and start:
+            scratch[:remaining] = scratch[start:end]
+        self._end = remaining
         return frames
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        """Bytes received but not yet returned in a frame."""
+        return self._end + (self._filled if self._frame is not None else 0)
 
 
 class RequestHeader(NamedTuple):

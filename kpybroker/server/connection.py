@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 MAX_QUEUED_REQUESTS = 64
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, broker: Any, listener: str, max_request_size: int) -> None:
         self.broker = broker
         self.listener = listener
@@ -49,9 +49,13 @@ class KafkaConnection(asyncio.Protocol):
         self.broker.connections.add(self)
         self.task = asyncio.get_running_loop().create_task(self.serve())
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        """The event loop reads the socket straight into the decoder's buffers."""
+        return self.decoder.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> None:
         try:
-            frames = self.decoder.feed(data)
+            frames = self.decoder.buffer_updated(nbytes)
         except FrameTooLargeError as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
             self.close()
@@ -114,25 +118,33 @@ class KafkaConnection(asyncio.Protocol):
         self.close()
 
     def write_parts(self, parts: list[Any]) -> None:
-        """Write buffers, and send file ranges (a log read's ``parts``) with sendfile.
+        """Write a response: each run of buffers with one ``writelines`` (one ``writev``
+        under uvloop), file ranges (a log read's ``parts``) with sendfile.
 
         sendfile is used only while the transport has nothing buffered, so that
         bytes written straight to the socket cannot overtake queued ones; any
         rest of a range goes through the transport as an ordinary copy. This works
         the same with uvloop, which has no ``loop.sendfile``.
         """
-        transport = self.transport
+        run: list[Any] = []
         for part in parts:
-            if self.closed:
-                return
             if isinstance(part, bytes | bytearray | memoryview):
                 if part:
-                    transport.write(part)
+                    run.append(part)
                 continue
+            self.write_buffers(run)
+            run = []
             for piece in part.parts:
                 self.send_file_range(piece.fd, piece.position, piece.length)
+        self.write_buffers(run)
+
+    def write_buffers(self, buffers: list[Any]) -> None:
+        if buffers and not self.closed:
+            self.transport.writelines(buffers)
 
     def send_file_range(self, fd: int, position: int, length: int) -> None:
+        if self.closed:
+            return
         sent = 0
         transport = self.transport
         if self.sock_fd >= 0 and transport.get_write_buffer_size() == 0:

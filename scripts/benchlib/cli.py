@@ -24,7 +24,13 @@ import uvloop
 
 import kpybroker
 from benchlib import profiling, report
-from benchlib.brokers import BenchKafka, BenchKpyBroker, Measured, kafka_version
+from benchlib.brokers import (
+    BenchKafka,
+    BenchKpyBroker,
+    Measured,
+    compile_kpybroker,
+    kafka_version,
+)
 from benchlib.plan import FULL, QUICK, Plan
 from benchlib.procstat import describe_machine
 from benchlib.results import KAFKA, Results
@@ -163,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(tempfile.mkdtemp(prefix="kpybroker-bench-")) if args.quick else DEFAULT_OUTPUT
     )
     lib = fetch_kafka_lib()
+    compile_kpybroker()
     started, clock = datetime.datetime.now(datetime.UTC), time.monotonic()
     results = Results()
     workloads = Workloads(plan, lib)

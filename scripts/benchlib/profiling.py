@@ -2,16 +2,19 @@
 
 A workload is re-run against a fresh kpybroker with ``py-spy record``
 attached (sampling, non-blocking, so the broker runs at nearly full speed).
-Samples are of busy threads only: time the event loop waits in ``epoll`` is
-not counted. Each sample is charged to the layer of its innermost Python
-frame; a sample whose innermost frame is the event loop's own (``asyncio``
-runner frames) is time in uvloop's C code: socket reads and writes, the loop.
+Only samples of a thread holding the GIL count (``--gil``): uvloop releases
+it while it waits in ``epoll``, which py-spy's own idle detection does not
+see, so this is the broker's CPU time. Each sample is charged to the layer of
+its innermost Python frame; a sample whose innermost frame is the event loop's
+own (``asyncio`` runner frames) is time in uvloop's C code: socket reads and
+writes, the loop itself.
 Startup is profiled with ``python -X importtime``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import signal
@@ -22,6 +25,8 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchlib.brokers import bytecode_env
 
 SAMPLE_RATE = 200
 TOP = 12
@@ -61,7 +66,7 @@ class Profile:
 
     @property
     def busy_share(self) -> float:
-        """Busy samples over the samples a fully busy thread would give: CPU use in cores."""
+        """Samples over the samples a fully busy thread would give: CPU use in cores."""
         return self.samples / (SAMPLE_RATE * self.seconds) if self.seconds else 0.0
 
 
@@ -79,6 +84,7 @@ def recording(pid: int, output: Path) -> Iterator[None]:
             "--format", "raw",
             "--function",
             "--nonblocking",
+            "--gil",
             "--output", str(output),
         ],
         stdout=subprocess.DEVNULL,
@@ -152,6 +158,7 @@ def import_profile(root: Path) -> ImportProfile:
         capture_output=True,
         text=True,
         cwd=root,
+        env=bytecode_env(dict(os.environ)),
         check=True,
     )
     rows = []  # (module, own ms, cumulative ms)

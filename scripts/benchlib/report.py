@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlib.librdkafka import FETCH_QUEUE_BACKOFF_MS
 from benchlib.plan import (
     KAFKA_HEAP,
     KAFKA_SETTINGS,
@@ -168,7 +169,7 @@ def profile_section(profile: Profile) -> list[str]:
     lines = [
         f"### {profile.title}",
         "",
-        f"{profile.samples:,} busy samples at {SAMPLE_RATE} Hz "
+        f"{profile.samples:,} samples holding the GIL at {SAMPLE_RATE} Hz "
         f"({profile.busy_share:.2f} cores busy on average over {profile.seconds:.1f} s).",
         "",
         "| Layer of the innermost Python frame | Share |",
@@ -227,8 +228,11 @@ def method_lines(info: RunInfo) -> list[str]:
         "group join.",
         "- Workload 3: `EndToEndLatency <broker> e2e <n> all <size>`: one record at a time, "
         "produced then consumed. The tool prints its percentiles in whole milliseconds.",
-        "- Workload 4: confluent-kafka produces with `linger.ms` as given and `acks=all`, "
-        "then a consumer in a new group (subscribe) reads every record. Each value "
+        "- Workload 4: confluent-kafka produces with `linger.ms` as given and `acks=all` "
+        "(values built before the clock starts), then a consumer in a new group (subscribe) "
+        f"reads every record, with `fetch.queue.backoff.ms={FETCH_QUEUE_BACKOFF_MS}`: "
+        "librdkafka's default (1 s) pauses fetching whenever its local queue is full, and "
+        "the figure would measure that timer on either broker. Each value "
         "carries its index: every record is checked for content, and none may be missing "
         "or duplicated. Consumer throughput counts from the first record to the last.",
         "- Workload 5: partitions are created with the admin client (replication factor 1) "
@@ -285,7 +289,7 @@ def write_doc(
             "## Where the time goes (missed targets)",
             "",
             "Each missed workload was run once more against a fresh, warmed-up kpybroker "
-            "with `py-spy record --nonblocking --function` attached.",
+            "with `py-spy record --nonblocking --gil --function` attached.",
             "",
         ]
         for profile in profiles:
@@ -296,7 +300,8 @@ def write_doc(
     lines += [
         "## Versions and settings",
         "",
-        f"- {info.kpybroker_version}: its defaults (Kafka's) plus",
+        f"- {info.kpybroker_version}, from cached bytecode (as `pip install` leaves it): "
+        "its defaults (Kafka's) plus",
         *settings_lines(KPYBROKER_SETTINGS),
         f"- {info.kafka_version} (Maven Central jars), KRaft combined broker+controller, "
         "the settings of `tests/helpers/reference_kafka.py` with, on top,",

@@ -14,6 +14,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.wire import (
     RawConnection,
     produce_error,
@@ -32,10 +34,12 @@ from tests.integration.test_replication_support import (
 )
 
 __all__ = ["cluster", "zookeeper"]  # fixtures
+pytestmark = pytest.mark.timeout(180)  # each test, on a loaded 2-core machine
 
 TOPIC = "faults"
 PARTITIONS = 3
 ZOMBIE_VALUE = b"zombie:0"
+KILLS = 5
 
 
 def start_workload(cluster: ReplicatedCluster) -> Workload:
@@ -54,17 +58,21 @@ def new_leader(cluster: ReplicatedCluster, partition: int, old: int) -> float:
 
 
 def test_kill_leader_repeatedly(cluster: ReplicatedCluster, tmp_path: Path) -> None:
+    """Each round kills the leader of the next partition, restarts it at once, and goes on
+    as soon as writes flow again: the victim may still be catching up when its
+    successor dies, so elections also meet shrunken ISRs."""
     work = start_workload(cluster)
     failovers = []
-    for _ in range(3):
-        victim = cluster.state(TOPIC, 0).leader
+    for round_ in range(KILLS):
+        partition = round_ % PARTITIONS
+        victim = cluster.state(TOPIC, partition).leader
         acked, polled = work.acked, work.polled
         cluster.brokers[victim].kill()
-        elected = new_leader(cluster, 0, victim)
-        work.wait_progress(acked=acked + 200, polled=polled + 200)
-        failovers.append(elected)
+        failovers.append(new_leader(cluster, partition, victim))
         cluster.brokers[victim].start()
-        cluster.wait_for_full_isr(TOPIC, PARTITIONS)
+        work.wait_progress(acked=acked + 200, polled=polled + 200)
+        wait_for(lambda p=partition: len(cluster.state(TOPIC, p).isr) >= 2, "two in-sync replicas")
+    cluster.wait_for_full_isr(TOPIC, PARTITIONS)
     history = work.stop(cluster)
     print(f"time to a new leader after kill -9: {[f'{t:.1f} s' for t in failovers]}")
     check_history(history, tmp_path)
@@ -164,9 +172,9 @@ def test_controller_failover(cluster: ReplicatedCluster, tmp_path: Path) -> None
     acked, polled = work.acked, work.polled
     cluster.brokers[controller].kill()
     took = wait_for(
-        lambda: cluster.controller() not in (-1, controller), "another controller", timeout=30
+        lambda: cluster.controller() not in (-1, controller) and cluster.controller_epoch() > epoch,
+        "another controller, with a new epoch",
     )
-    assert cluster.controller_epoch() > epoch
     for partition in range(PARTITIONS):
         wait_for(
             lambda p=partition: cluster.state(TOPIC, p).leader not in (-1, controller),

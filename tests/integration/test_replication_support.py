@@ -14,17 +14,14 @@ assignment and read as a history for ``scripts/history_check.py``; at the end
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -36,7 +33,7 @@ from kazoo.exceptions import NoNodeError
 
 from kpybroker.protocol.records import iter_batches, iter_records
 from tests.helpers.brokers import KpyBroker
-from tests.helpers.process import REPO_ROOT
+from tests.helpers.history import history_check
 from tests.helpers.tcp_proxy import TcpProxy
 from tests.helpers.zookeeper import ZooKeeperServer
 
@@ -52,20 +49,6 @@ FAST_FAILOVER = {
     "offsets.topic.num.partitions": 3,
     "group.initial.rebalance.delay.ms": 0,
 }
-
-
-def load_history_checker() -> ModuleType:
-    """``scripts/history_check.py`` as a module (scripts/ is not a package)."""
-    path = REPO_ROOT / "scripts" / "history_check.py"
-    spec = importlib.util.spec_from_file_location("history_check", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-history_check = load_history_checker()
 
 
 def wait_for(condition: Callable[[], object], what: str, timeout: float = 30.0) -> float:
@@ -200,9 +183,8 @@ class ReplicatedCluster:
 def cluster(
     request: pytest.FixtureRequest, tmp_path: Path, zookeeper: ZooKeeperServer
 ) -> Iterator[ReplicatedCluster]:
-    """Three brokers with fast failover settings (extra overrides: ``cluster_overrides`` mark)."""
-    marker = request.node.get_closest_marker("cluster_overrides")
-    overrides = marker.args[0] if marker else {}
+    """Three brokers with fast failover settings; parametrize indirectly for other settings."""
+    overrides = getattr(request, "param", {})
     cluster = ReplicatedCluster(tmp_path, zookeeper, overrides=overrides).start()
     try:
         yield cluster

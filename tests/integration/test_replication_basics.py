@@ -1,0 +1,119 @@
+"""A replicated cluster as operators see it: assignment, Kafka's tools, preferred leaders.
+
+Three brokers on a real ZooKeeper (see test_replication_support). Kafka's own
+``kafka-topics.sh`` and ``kafka-leader-election.sh`` (their Java classes) must
+tell the truth about replicas, the ISR and under-replicated partitions, and
+move leadership back to preferred replicas.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import NewTopic
+
+from tests.helpers.process import REPO_ROOT, ToolRunner
+from tests.integration.test_replication_support import (
+    ReplicatedCluster,
+    cluster,
+    wait_for,
+    zookeeper,
+)
+
+__all__ = ["cluster", "zookeeper"]  # fixtures
+pytestmark = pytest.mark.timeout(180)  # each test, on a loaded 2-core machine
+
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+LEADER_ELECTION_COMMAND = "org.apache.kafka.tools.LeaderElectionCommand"
+UNDER_REPLICATED = ("--describe", "--under-replicated-partitions")
+
+
+def preferred_leaders(cluster: ReplicatedCluster, topic: str, partitions: int) -> bool:
+    replicas = cluster.admin().list_topics(topic, timeout=10).topics[topic].partitions
+    return all(cluster.state(topic, p).leader == replicas[p].replicas[0] for p in range(partitions))
+
+
+def test_replication_factor_beyond_the_brokers_is_refused(cluster: ReplicatedCluster) -> None:
+    admin = cluster.admin()
+    future = admin.create_topics([NewTopic("too-many", 1, 4)])["too-many"]
+    with pytest.raises(KafkaException) as exc:
+        future.result(30)
+    assert exc.value.args[0].name() == "INVALID_REPLICATION_FACTOR"
+    cluster.create_topic("spread", 6, 3)
+    meta = admin.list_topics("spread", timeout=10).topics["spread"]
+    assert {p.leader for p in meta.partitions.values()} == {0, 1, 2}
+    assert all(sorted(p.replicas) == [0, 1, 2] for p in meta.partitions.values())
+
+
+def test_kafka_topics_describes_replicas_and_the_isr(
+    cluster: ReplicatedCluster, java_tool: ToolRunner
+) -> None:
+    cluster.create_topic("described", 3, 3)
+    bootstrap = cluster.brokers[0].bootstrap
+    cluster.brokers[2].kill()
+    wait_for(lambda: all(2 not in cluster.state("described", p).isr for p in range(3)), "ISR")
+    under = java_tool(TOPIC_COMMAND, "--bootstrap-server", bootstrap, *UNDER_REPLICATED).check()
+    assert under.stdout.count("Topic: described") == 3, under.describe()
+    described = java_tool(
+        TOPIC_COMMAND, "--bootstrap-server", bootstrap, "--describe", "--topic", "described"
+    ).check()
+    for p in range(3):
+        state = cluster.state("described", p)
+        assert f"Leader: {state.leader}\t" in described.stdout
+        assert f"Isr: {','.join(map(str, state.isr))}\t" in described.stdout
+    cluster.brokers[2].start()
+    cluster.wait_for_full_isr("described", 3)
+    under = java_tool(TOPIC_COMMAND, "--bootstrap-server", bootstrap, *UNDER_REPLICATED).check()
+    assert "Topic: described" not in under.stdout, under.describe()
+
+
+def test_kafka_leader_election_moves_leaders_back(
+    cluster: ReplicatedCluster, java_tool: ToolRunner
+) -> None:
+    cluster.create_topic("elected", 3, 3)
+    victim = cluster.state("elected", 0).leader
+    cluster.brokers[victim].kill()
+    wait_for(lambda: cluster.state("elected", 0).leader not in (victim, -1), "a new leader")
+    cluster.brokers[victim].start()
+    cluster.wait_for_full_isr("elected", 3)
+    assert not preferred_leaders(cluster, "elected", 3)
+    java_tool(
+        LEADER_ELECTION_COMMAND,
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--election-type",
+        "PREFERRED",
+        "--all-topic-partitions",
+    ).check()
+    wait_for(lambda: preferred_leaders(cluster, "elected", 3), "preferred leaders")
+
+
+@pytest.mark.parametrize("cluster", [{"leader.imbalance.check.interval.seconds": 1}], indirect=True)
+def test_auto_leader_rebalance(cluster: ReplicatedCluster) -> None:
+    cluster.create_topic("balanced", 3, 3)
+    victim = cluster.state("balanced", 0).leader
+    cluster.brokers[victim].kill()
+    wait_for(lambda: cluster.state("balanced", 0).leader not in (victim, -1), "a new leader")
+    cluster.brokers[victim].start()
+    wait_for(lambda: preferred_leaders(cluster, "balanced", 3), "preferred leaders again")
+
+
+def test_scripts_cluster_starts_and_stops(tmp_path: Path) -> None:
+    script = str(REPO_ROOT / "scripts" / "cluster")
+    env = {**os.environ, "CLUSTER_DIR": str(tmp_path), "BASE_PORT": "0", "ZK_PORT": "0"}
+    try:
+        started = subprocess.run(
+            [script, "start", "2"], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert started.returncode == 0, started.stderr
+        assert len(started.stdout.strip().split(",")) == 2
+        status = subprocess.run([script, "status"], env=env, capture_output=True, text=True)
+        assert status.stdout.count("running") == 3, status.stdout
+    finally:
+        subprocess.run([script, "stop"], env=env, timeout=120, check=True)
+    status = subprocess.run([script, "status"], env=env, capture_output=True, text=True)
+    assert "running" not in status.stdout

@@ -1,0 +1,102 @@
+"""scripts/history_check.py finds each kind of anomaly, and only those."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.helpers.history import history_check
+
+
+def ack(value: str, partition: int, offset: int) -> dict:
+    return {"op": "ack", "value": value, "partition": partition, "offset": offset}
+
+
+def final(value: str, partition: int, offset: int) -> dict:
+    return {"op": "final", "value": value, "partition": partition, "offset": offset}
+
+
+def poll(consumer: str, value: str, partition: int, offset: int) -> dict:
+    return {
+        "op": "poll",
+        "consumer": consumer,
+        "value": value,
+        "partition": partition,
+        "offset": offset,
+    }
+
+
+def assign(consumer: str, *partitions: int) -> dict:
+    return {"op": "assign", "consumer": consumer, "partitions": list(partitions)}
+
+
+CLEAN = [
+    ack("p0:0", 0, 0),
+    ack("p1:0", 0, 1),
+    ack("p0:1", 0, 2),
+    {"op": "fail", "value": "p1:1", "error": "timed out"},
+    assign("c0", 0),
+    poll("c0", "p0:0", 0, 0),
+    poll("c0", "p1:0", 0, 1),
+    assign("c0", 0),  # a rebalance may rewind
+    poll("c0", "p1:0", 0, 1),
+    poll("c0", "p0:1", 0, 2),
+    final("p0:0", 0, 0),
+    final("p1:0", 0, 1),
+    final("p0:1", 0, 2),
+]
+
+
+def counts(history: list[dict], **kwargs: bool) -> dict[str, int]:
+    return dict(history_check.check(history, **kwargs).counts)
+
+
+def test_a_clean_history_passes() -> None:
+    report = history_check.check(CLEAN, require_consumed=True)
+    assert report.ok, report.summary()
+    assert dict(report.counts) == {"redelivered": 1}
+    assert (report.acked, report.failed, report.final, report.polled) == (3, 1, 3, 4)
+
+
+def test_lost_and_misplaced() -> None:
+    history = [e for e in CLEAN if e != final("p0:1", 0, 2)] + [final("p0:1", 0, 3)]
+    assert counts(history) == {
+        "misplaced": 1,
+        "redelivered": 1,
+        "offset_gaps": 1,
+        "phantom_reads": 1,
+    }
+    history = [e for e in CLEAN if e["op"] != "final" or e["value"] != "p0:1"]
+    assert counts(history)["lost"] == 1
+
+
+def test_duplicated_and_reordered() -> None:
+    history = [*CLEAN, final("p0:0", 0, 3)]
+    found = counts(history)
+    assert found["duplicated"] == 1 and found["reordered"] == 1
+
+
+def test_offsets_going_backwards_and_phantom_reads() -> None:
+    history = [*CLEAN, poll("c0", "p0:0", 0, 0)]  # no assignment in between
+    assert counts(history)["offsets_backwards"] == 1
+    history = [*CLEAN, poll("c1", "zombie:0", 0, 3)]
+    assert counts(history)["phantom_reads"] == 1
+
+
+def test_written_after_failure_and_unconsumed() -> None:
+    history = [*CLEAN, final("p1:1", 0, 3)]
+    report = history_check.check(history)
+    assert report.ok and report.counts["written_after_failure"] == 1
+    history = [*CLEAN, ack("p1:1", 0, 3), final("p1:1", 0, 3)]
+    assert history_check.check(history).ok
+    assert not history_check.check(history, require_consumed=True).ok
+
+
+def test_command_line(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in CLEAN))
+    assert history_check.main([str(path), "--require-consumed"]) == 0
+    assert "OK" in capsys.readouterr().out
+    path.write_text("".join(json.dumps(e) + "\n" for e in CLEAN if e["op"] != "final"))
+    assert history_check.main([str(path)]) == 1
+    assert "lost: 3" in capsys.readouterr().out
