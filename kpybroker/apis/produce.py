@@ -145,18 +145,26 @@ async def wait_for_replication(appended: list[Appended], timeout_ms: int) -> Non
     retries, and idempotence makes the retry a duplicate). The other errors
     come from ``Partition.wait_for_high_watermark``.
     """
-    waits = {
-        asyncio.ensure_future(partition.wait_for_high_watermark(end)): response
-        for response, partition, end in appended
-    }
+    waits = {}
+    for response, partition, end in appended:
+        outcome = partition.acks_outcome(end)  # known at once without followers: no task
+        if outcome is None:
+            waits[asyncio.ensure_future(partition.wait_for_high_watermark(end))] = response
+        else:
+            set_acks_error(response, outcome)
+    if not waits:
+        return
     done, pending = await asyncio.wait(waits, timeout=max(timeout_ms, 0) / 1000)
     for task in pending:
         task.cancel()
     for task, response in waits.items():
-        error = task.result() if task in done else ErrorCode.REQUEST_TIMED_OUT
-        if error:
-            response.error_code = error
-            response.base_offset = -1
+        set_acks_error(response, task.result() if task in done else ErrorCode.REQUEST_TIMED_OUT)
+
+
+def set_acks_error(response: PartitionProduceResponse, error: ErrorCode) -> None:
+    if error:
+        response.error_code = error
+        response.base_offset = -1
 
 
 @api(produce, 3, 11, advertised_min=0)

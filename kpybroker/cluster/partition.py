@@ -206,28 +206,38 @@ class Partition:
             self.maybe_advance_high_watermark()
         return result
 
-    async def wait_for_high_watermark(self, offset: int) -> ErrorCode:
-        """Wait until the high watermark reaches ``offset`` (acks=all; Kafka's DelayedProduce).
-
-        NOT_LEADER_OR_FOLLOWER when leadership is lost first. Once reached,
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
-        ``min.insync.replicas`` meanwhile: the records are committed, but on
-        fewer replicas than asked for.
-        """
+    def acks_outcome(self, offset: int) -> ErrorCode | None:
+        """The acks=all answer for records below ``offset`` if it is known now; None while the
+        high watermark is below it. On a partition with no followers it is always known
+        (the high watermark follows each append), so produce need not wait at all."""
         if not self.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.high_watermark < offset:
-            future = asyncio.get_running_loop().create_future()
-            self._acks.append((offset, future))
-            try:
-                error = await future
-            finally:
-                self._acks = [(o, f) for o, f in self._acks if f is not future]
-            if error:
-                return error
+            return None
+        return self._committed_outcome()
+
+    def _committed_outcome(self) -> ErrorCode:
+        """Records below the high watermark are committed, but NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        if the ISR shrank below ``min.insync.replicas`` meanwhile (fewer copies than asked)."""
         if len(self.isr) < self.min_insync_replicas:
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return ErrorCode.NONE
+
+    async def wait_for_high_watermark(self, offset: int) -> ErrorCode:
+        """Wait until the high watermark reaches ``offset`` (acks=all; Kafka's DelayedProduce).
+
+        NOT_LEADER_OR_FOLLOWER when leadership is lost first; then as ``acks_outcome``.
+        """
+        outcome = self.acks_outcome(offset)
+        if outcome is not None:
+            return outcome
+        future = asyncio.get_running_loop().create_future()
+        self._acks.append((offset, future))
+        try:
+            error = await future
+        finally:
+            self._acks = [(o, f) for o, f in self._acks if f is not future]
+        return error or self._committed_outcome()
 
     def update_follower(self, follower: int, fetch_offset: int) -> None:
         """A follower fetched from ``fetch_offset``: it holds everything below it."""

@@ -106,7 +106,8 @@ def frame_name(frame: str) -> tuple[str, str]:
     if m is None:
         return frame, ""
     path = m.group("file")
-    short = path.split("site-packages/")[-1].split("/main/")[-1]
+    package = path.rfind("kpybroker/")
+    short = path[package:] if package >= 0 else path.split("site-packages/")[-1]
     line = f":{m.group('line')}" if m.group("line") else ""
     return f"{m.group('function')} ({short}{line})", path
 

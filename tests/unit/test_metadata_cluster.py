@@ -353,8 +353,13 @@ async def test_cache_follows_changes_made_by_another_broker(backend: Backend) ->
     follower.add_listener(changes)
 
     topic_id = await writer.create_topic("t", {0: [0, 1], 1: [1, 0]}, {"retention.ms": "5"})
+    # The config, topic and state znodes are watched separately, so they may arrive apart.
     await eventually(
-        lambda: "t" in follower.topics() and follower.topics()["t"].partitions[1].leader == 1
+        lambda: (
+            "t" in follower.topics()
+            and follower.topics()["t"].partitions[1].leader == 1
+            and bool(follower.topics()["t"].configs)
+        )
     )
     seen = follower.topics()["t"]
     assert seen.topic_id == topic_id

@@ -1,0 +1,79 @@
+"""``scripts/bench --quick``, end to end: a smoke test of the benchmark, never of its figures.
+
+The benchmark (issue 7) is not a test and has no thresholds here. This checks
+that the one command still starts both brokers, runs every workload against
+each, prints the ratios and writes the document (and its chart, when
+matplotlib from the ``bench`` extra is installed), so that it keeps working.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.process import REPO_ROOT
+
+WORKLOADS = (
+    "5 startup",
+    "1 ProducerPerformance",
+    "2 ConsumerPerformance",
+    "3 EndToEndLatency",
+    "4 confluent-kafka",
+    "5 scale",
+)
+
+
+@pytest.mark.timeout(300)
+def test_quick_run_measures_both_brokers_and_writes_the_doc(tmp_path: Path) -> None:
+    command = [sys.executable, str(REPO_ROOT / "scripts" / "bench"), "--quick", "--no-profile"]
+    command += ["--output", str(tmp_path)]
+    with_chart = importlib.util.find_spec("matplotlib") is not None
+    if not with_chart:
+        command.append("--no-chart")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=280, cwd=REPO_ROOT)
+    assert result.returncode == 0, f"{result.stdout[-5000:]}\n{result.stderr[-15000:]}"
+
+    table = result.stdout
+    for workload in WORKLOADS:
+        assert workload in table, f"no {workload} row in the printed table:\n{table}"
+    doc = (tmp_path / "performance.md").read_text()
+    raw = doc.split("## Raw samples", 1)[1]
+    rows = [line for line in raw.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows, doc
+    for row in rows:
+        kpybroker, kafka = (cell.strip() for cell in row.strip("|").split("|")[3:5])
+        assert kpybroker and kafka, f"a figure is missing for one broker: {row}"
+    for section in ("## Results", "## Machine", "## Versions and settings", "## Method"):
+        assert section in doc
+    if with_chart:
+        assert (tmp_path / "performance.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_profile_summary_charges_each_sample_to_its_innermost_layer(tmp_path: Path) -> None:
+    """The py-spy summary the doc shows for missed targets (collapsed stacks in, shares out)."""
+    sys.path.insert(0, str(REPO_ROOT / "scripts"))
+    try:
+        from benchlib import profiling
+    finally:
+        sys.path.remove(str(REPO_ROOT / "scripts"))
+    raw = tmp_path / "raw.txt"
+    loop = "run (asyncio/runners.py:118);Runner.run (asyncio/runners.py:86)"
+    serve = f"{loop};KafkaConnection.serve (/x/kpybroker/server/connection.py:87)"
+    raw.write_text(
+        f"{loop} 6\n{serve};Segment.append (/x/kpybroker/log/segment.py:138) 3\n{serve} 1\n"
+    )
+    profile = profiling.summarize(raw, "title", seconds=0.1)
+    assert profile.samples == 10
+    assert dict(profile.by_layer) == {
+        "event loop and socket I/O (uvloop, C)": 6,
+        "log: segments, indexes": 3,
+        "server: connection, dispatch": 1,
+    }
+    assert profile.top_self[0] == ("Runner.run (asyncio/runners.py:86)", 6)
+    assert ("KafkaConnection.serve (kpybroker/server/connection.py:87)", 4) in (
+        profile.top_inclusive
+    )
