@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchlib import procstat, wire
 from benchlib.plan import KAFKA_HEAP, KAFKA_SETTINGS, KPYBROKER_SETTINGS
+from benchlib.results import KAFKA, KPYBROKER
 from tests.helpers.brokers import KpyBroker, ManagedBroker
 from tests.helpers.process import REPO_ROOT
 from tests.helpers.reference_kafka import ReferenceKafka
@@ -110,7 +111,7 @@ class BenchKpyBroker(Measured, KpyBroker):
     """``python -m kpybroker`` with its defaults (plus ``KPYBROKER_SETTINGS``), run from
     cached bytecode as an installed package is."""
 
-    label = "kpybroker"
+    label = KPYBROKER
 
     def __init__(self, base_dir: Path) -> None:
         super().__init__(base_dir, KPYBROKER_SETTINGS)
@@ -122,7 +123,7 @@ class BenchKpyBroker(Measured, KpyBroker):
 class BenchKafka(Measured, ReferenceKafka):
     """Apache Kafka in KRaft combined mode with its shipped settings (``KAFKA_SETTINGS``)."""
 
-    label = "kafka"
+    label = KAFKA
 
     def __init__(self, base_dir: Path, lib: Path) -> None:
         super().__init__(base_dir, KAFKA_SETTINGS, lib=lib, heap=KAFKA_HEAP)

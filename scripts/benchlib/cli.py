@@ -1,6 +1,6 @@
 """``scripts/bench``: run the rounds, print the ratios, write docs/performance.md.
 
-scripts/bench                  # the full plan: issue 7's workloads, 3 rounds (~25 min)
+scripts/bench                  # the full plan: issue 7's workloads, 3 rounds (~15 min)
 scripts/bench --quick          # every step with small counts (~1-2 min); for CI's smoke
 scripts/bench --rounds 5 --output /tmp/perf
 """
@@ -49,7 +49,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "performance.md with its chart.",
     )
     parser.add_argument("--quick", action="store_true", help="small counts, one round")
-    parser.add_argument("--rounds", type=int, help="rounds (default: 3, or 1 with --quick)")
+    parser.add_argument("--rounds", type=positive, help="rounds (default: 3, or 1 with --quick)")
     parser.add_argument(
         "--output",
         type=Path,
@@ -61,6 +61,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-profile", action="store_true", help="do not profile the targets kpybroker misses"
     )
     return parser.parse_args(argv)
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
 
 
 def progress(message: str) -> None:
@@ -138,9 +145,14 @@ def profile_misses(
 
 
 def run_info(
-    plan: Plan, argv: Sequence[str], started: datetime.datetime, clock: float, lib: Path,
+    plan: Plan,
+    argv: Sequence[str],
+    started: datetime.datetime,
+    clock: float,
+    lib: Path,
     brokers: list[Measured],
-) -> report.RunInfo:  # fmt: skip
+) -> report.RunInfo:
+    """What the doc says about this run: command, machine, versions, Kafka's JVM flags."""
     kafka = next(b for b in brokers if b.label == KAFKA)
     return report.RunInfo(
         plan=plan,
@@ -152,7 +164,7 @@ def run_info(
         f"{platform.python_version()}, uvloop {uvloop.__version__}",
         kafka_version=f"Apache Kafka {kafka_version(lib)}",
         client_versions=[
-            f"confluent-kafka {confluent_kafka.version()[0]} "
+            f"confluent-kafka {confluent_kafka.__version__} "
             f"(librdkafka {confluent_kafka.libversion()[0]})",
         ],
         kafka_jvm=[arg for arg in kafka.argv if arg.startswith(("-XX", "-Xms"))],
@@ -181,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             brokers = run_round(number, plan, workloads, lib, work / f"round-{number}", results)
         print(report.text_table(results.rows()), flush=True)
         if args.no_profile:
-            pass
+            notes.append("Missed targets were not profiled (`--no-profile`).")
         elif profiling.py_spy() is None:
             notes.append(
                 "Missed targets were not profiled: py-spy is not installed "

@@ -4,9 +4,12 @@ A workload is re-run against a fresh kpybroker with ``py-spy record``
 attached (sampling, non-blocking, so the broker runs at nearly full speed).
 Only samples of a thread holding the GIL count (``--gil``): uvloop releases
 it while it waits in ``epoll``, which py-spy's own idle detection does not
-see, so this is the broker's CPU time. Each sample is charged to the layer of
-its innermost Python frame; a sample whose innermost frame is the event loop's
-own (``asyncio`` runner frames) is time in uvloop's C code: socket reads and
+see. The samples are of wall-clock time, so a system call during which the
+thread was preempted counts in full: on two cores, a response's ``writev``
+wakes the client's thread, which often takes the CPU from the broker until it
+has read the answer. Each sample is charged to the layer of its innermost
+Python frame; a sample whose innermost frame is the event loop's own
+(``asyncio`` runner frames) is time in uvloop's C code: socket reads and
 writes, the loop itself.
 Startup is profiled with ``python -X importtime``.
 """
@@ -45,6 +48,10 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("", "other Python"),
 )
 
+#: Files of the frames every sample starts with (the interpreter, ``asyncio.run``, the
+#: ``kpybroker`` command): left out of the "including callees" ranking, which they would top.
+ENTRY_FILES = ("<frozen runpy>", "asyncio/runners.py", "kpybroker/__main__.py", "kpybroker/cli.py")
+
 _FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 
 
@@ -65,8 +72,8 @@ class Profile:
     top_inclusive: list[tuple[str, int]]
 
     @property
-    def busy_share(self) -> float:
-        """Samples over the samples a fully busy thread would give: CPU use in cores."""
+    def gil_share(self) -> float:
+        """Samples over the samples a thread holding the GIL throughout would give."""
         return self.samples / (SAMPLE_RATE * self.seconds) if self.seconds else 0.0
 
 
@@ -132,7 +139,7 @@ def summarize(raw: Path, title: str, seconds: float) -> Profile:
         leaf_name, leaf_path = frames[-1]
         own[leaf_name] += count
         layers[layer_of(leaf_path)] += count
-        for name in {name for name, _ in frames}:
+        for name in {name for name, path in frames if not path.endswith(ENTRY_FILES)}:
             inclusive[name] += count
     return Profile(
         title=title,
@@ -140,7 +147,7 @@ def summarize(raw: Path, title: str, seconds: float) -> Profile:
         seconds=seconds,
         by_layer=layers.most_common(),
         top_self=own.most_common(TOP),
-        top_inclusive=[(n, c) for n, c in inclusive.most_common(TOP + 8) if c < total][:TOP],
+        top_inclusive=inclusive.most_common(TOP),
     )
 
 

@@ -110,39 +110,36 @@ def write_chart(rows: Sequence[Row], path: Path, title: str) -> None:
     fig, axes = plt.subplots(
         len(panels),
         1,
-        figsize=(10, 0.36 * sum(heights) + 1.2 * len(panels) + 1),
+        figsize=(11, 0.5 * sum(heights) + 1.2 * len(panels) + 1),
         gridspec_kw={"height_ratios": heights},
         squeeze=False,
     )
+    colour = {True: "#2e7d32", False: "#c62828", None: "#78909c"}
     for ax, (name, shown) in zip(axes[:, 0], panels, strict=True):
         values = [row.advantage or 1.0 for row in shown]
-        colours = [{True: "#2e7d32", False: "#c62828", None: "#78909c"}[r.met] for r in shown]
         positions = list(range(len(shown)))[::-1]
-        ax.barh(positions, [v - 1 for v in values], left=1, color=colours)
+        ax.barh(positions, [v - 1 for v in values], left=1, color=[colour[r.met] for r in shown])
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.axvline(1.0, color="black", linewidth=1)
-        ax.set_yticks(
-            positions,
-            [
-                f"{r.metric.workload}: {r.metric.name} ({r.metric.unit}); {r.metric.case}"
-                for r in shown
-            ],
-            fontsize=7,
-        )
+        labels = [
+            f"{r.metric.workload}: {r.metric.name} ({r.metric.unit})\n{r.metric.case}"
+            for r in shown
+        ]
+        ax.set_yticks(positions, labels, fontsize=7)
         low, high = min(*values, 0.5), max(*values, 2.0)
         ax.set_xlim(low / 1.6, high * 1.6)
         ax.set_title(name, fontsize=9)
-        for pos, value in zip(positions, values, strict=True):
+        for pos, value, row in zip(positions, values, shown, strict=True):
             ax.text(value, pos, f" {value:.2f}x ", va="center", fontsize=7,
-                    ha="left" if value >= 1 else "right")  # fmt: skip
+                    ha="left" if value >= 1 else "right", color=colour[row.met])  # fmt: skip
     axes[-1, 0].set_xlabel(
-        "kpybroker's advantage over Apache Kafka (log scale): the throughput ratio, or the "
-        "inverse ratio\nfor latency, CPU and memory; right of 1.0 = kpybroker better"
+        "kpybroker's advantage over Apache Kafka (log scale; right of 1x = kpybroker better):\n"
+        "the throughput ratio, or the inverse ratio for latency, CPU and memory"
     )
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -165,12 +162,27 @@ def markdown_table(rows: Sequence[Row]) -> list[str]:
     return lines
 
 
+def cpu_use_note(rows: Sequence[Row], missed: Row) -> str:
+    """How busy both brokers were during the missed step, when that was measured."""
+    m = missed.metric
+    # Workload 4 measures its two phases apart: "<case>, produce" and "<case>, group consume".
+    cases = (m.case, f"{m.case}, {m.name.removesuffix(' throughput')}")
+    for row in rows:
+        r = row.metric
+        if r.name == "broker CPU use" and r.workload == m.workload and r.case in cases:
+            return (
+                f" Meanwhile kpybroker kept {format_value(row.kpybroker)} cores busy and Kafka "
+                f"{format_value(row.kafka)}."
+            )
+    return ""
+
+
 def profile_section(profile: Profile) -> list[str]:
     lines = [
         f"### {profile.title}",
         "",
-        f"{profile.samples:,} samples holding the GIL at {SAMPLE_RATE} Hz "
-        f"({profile.busy_share:.2f} cores busy on average over {profile.seconds:.1f} s).",
+        f"{profile.samples:,} samples at {SAMPLE_RATE} Hz: the broker held the GIL "
+        f"{profile.gil_share:.0%} of the {profile.seconds:.1f} s.",
         "",
         "| Layer of the innermost Python frame | Share |",
         "|---|--:|",
@@ -245,7 +257,9 @@ def method_lines(info: RunInfo) -> list[str]:
         "connects every 5 ms), with an empty data directory. Idle RSS: "
         f"{plan.idle_settle_s:g} s later, no client connected.",
         "- CPU per MB: the broker process's user + system CPU time (`/proc/<pid>/stat`, "
-        "all threads) over the step, per MB (10^6 bytes) of record payload moved.",
+        "all threads) over the step, per MB (10^6 bytes) of record payload moved. CPU use: "
+        "the same CPU time over the seconds the records were moving (as the client timed "
+        "them), in cores; well below 1 for both brokers means the clients set the pace.",
     ]
 
 
@@ -278,7 +292,7 @@ def write_doc(
         lines.append(
             f"- **Missed**: {m.workload}, {m.case}: {m.name} — kpybroker "
             f"{format_value(row.kpybroker)} {m.unit}, Kafka {format_value(row.kafka)} {m.unit} "
-            f"({format_ratio(row)}; target {m.target_text()})."
+            f"({format_ratio(row)}; target {m.target_text()}).{cpu_use_note(rows, row)}"
         )
     lines += [*(f"- {note}" for note in notes), ""]
     lines += ["## Results", "", *markdown_table(rows), ""]
@@ -289,7 +303,13 @@ def write_doc(
             "## Where the time goes (missed targets)",
             "",
             "Each missed workload was run once more against a fresh, warmed-up kpybroker "
-            "with `py-spy record --nonblocking --gil --function` attached.",
+            "with `py-spy record --nonblocking --gil --function` attached. The broker's CPU "
+            "use in the results says first whether kpybroker was the bottleneck at all: one "
+            "core is all its single Python process can use, and well below that the clients "
+            "set the pace. "
+            "The samples are wall-clock time of the thread holding the GIL: a system call in "
+            "which the broker was preempted counts in full (on two cores, sending an answer "
+            "wakes the client, which often takes the CPU until it has read it).",
             "",
         ]
         for profile in profiles:

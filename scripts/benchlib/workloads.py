@@ -35,10 +35,6 @@ STARTUP = "5 startup"
 MB = 1e6
 
 
-def cpu_metric(workload: str, case: str) -> Metric:
-    return Metric(workload, case, "broker CPU per MB", "ms/MB", Better.LOWER)
-
-
 def with_cpu(broker: Measured, action: Callable[[], T]) -> tuple[T, float]:
     """Run ``action``; return its result and the broker's CPU seconds meanwhile."""
     before = broker.cpu_seconds()
@@ -46,8 +42,27 @@ def with_cpu(broker: Measured, action: Callable[[], T]) -> tuple[T, float]:
     return result, broker.cpu_seconds() - before
 
 
-def cpu_ms_per_mb(cpu_seconds: float, megabytes: float) -> float:
-    return cpu_seconds * 1000 / megabytes
+def record_cpu(
+    results: Results,
+    workload: str,
+    case: str,
+    broker: str,
+    cpu_seconds: float,
+    active_seconds: float,
+    megabytes: float,
+) -> None:
+    """CPU per MB moved (what the work costs), and cores busy while records moved (how close
+    to its limit the broker ran: far below 1 means the clients set the pace)."""
+    results.add(
+        Metric(workload, case, "broker CPU per MB", "ms/MB", Better.LOWER),
+        broker,
+        cpu_seconds * 1000 / megabytes,
+    )
+    results.add(
+        Metric(workload, case, "broker CPU use", "cores", Better.LOWER),
+        broker,
+        cpu_seconds / active_seconds,
+    )
 
 
 @dataclass(frozen=True)
@@ -82,8 +97,9 @@ class Workloads:
     # -- warm-up ------------------------------------------------------------------
 
     def warm_up(self, broker: Measured, _results: Results) -> None:
-        """Produce and consume once, unrecorded: the JVM compiles its hot paths (and
-        kpybroker fills its caches) before anything is measured."""
+        """Produce and consume once, unrecorded, so that no measured step pays for a cold
+        start: the JVM compiles its hot paths, and both brokers set up their producer-id
+        and group-coordinator state."""
         create_topics(broker.bootstrap, {"warm-up": 6})
         bootstrap, records = broker.bootstrap, self.plan.warmup_records
         javatools.producer_performance(self.lib, bootstrap, "warm-up", records, 100, TOOL_TIMEOUT_S)
@@ -126,7 +142,8 @@ class Workloads:
                 label,
                 result.p99_latency_ms,
             )
-            results.add(cpu_metric(W1, case.label), label, cpu_ms_per_mb(cpu, case.megabytes))
+            active = case.records / result.records_per_s
+            record_cpu(results, W1, case.label, label, cpu, active, case.megabytes)
 
         return run
 
@@ -151,7 +168,8 @@ class Workloads:
                 label,
                 result.fetch_records_per_s,
             )
-            results.add(cpu_metric(W2, case.label), label, cpu_ms_per_mb(cpu, case.megabytes))
+            active = case.records / result.fetch_records_per_s
+            record_cpu(results, W2, case.label, label, cpu, active, case.megabytes)
 
         return run
 
@@ -218,7 +236,7 @@ class Workloads:
                 label,
                 megabytes / seconds,
             )
-            results.add(cpu_metric(W4, f"{case}, {phase}"), label, cpu_ms_per_mb(cpu, megabytes))
+            record_cpu(results, W4, f"{case}, {phase}", label, cpu, seconds, megabytes)
 
     # -- workload 5 -----------------------------------------------------------------
 
@@ -274,7 +292,10 @@ class Workloads:
             ("Metadata (all topics) max", latencies[-1]),
         ):
             results.add(Metric(W5, case, name, "ms", Better.LOWER), label, value * 1000)
-        hot_case = f"{case}; hot partition, {plan.scale_hot_records:,} x 100 B"
+        hot_case = (
+            f"{plan.scale_hot_records:,} x 100 B to one hot partition, "
+            f"beside the {plan.scale_partitions:,} others"
+        )
         results.add(
             Metric(W5, hot_case, "produce throughput", "records/s", Better.HIGHER),
             label,
@@ -286,5 +307,6 @@ class Workloads:
             hot.p99_latency_ms,
         )
         megabytes = plan.scale_hot_records * 100 / MB
-        results.add(cpu_metric(W5, hot_case), label, cpu_ms_per_mb(cpu, megabytes))
+        active = plan.scale_hot_records / hot.records_per_s
+        record_cpu(results, W5, hot_case, label, cpu, active, megabytes)
         results.add(Metric(W5, case, "broker RSS", "MB", Better.LOWER), label, rss / MB)
