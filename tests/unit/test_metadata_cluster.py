@@ -357,6 +357,7 @@ async def test_cache_follows_changes_made_by_another_broker(backend: Backend) ->
     await eventually(
         lambda: (
             "t" in follower.topics()
+            and follower.topics()["t"].partitions[0].leader == 0
             and follower.topics()["t"].partitions[1].leader == 1
             and bool(follower.topics()["t"].configs)
         )
