@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import kpybroker.apis  # noqa: F401  (registers every handler)
+from kpybroker.apis.metadata import TopicAnswers
 from kpybroker.cluster.controller import Controller
 from kpybroker.cluster.registration import register
 from kpybroker.cluster.replica_manager import ReplicaManager
@@ -88,6 +89,9 @@ class Broker:
         self.cluster_id: str | None = None
         self.servers: list[asyncio.Server] = []
         self.tasks: list[asyncio.Task] = []
+        self.metadata_answers = TopicAnswers()
+        # topic -> (the broker config and overrides it was computed from, its LogConfig)
+        self._log_configs: dict[str, tuple[BrokerConfig, dict[str, str], LogConfig]] = {}
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -188,8 +192,16 @@ class Broker:
         return dict(meta.configs) if meta else {}
 
     def log_config_for(self, topic: str) -> LogConfig:
-        values = effective_topic_config(self.config, self.topic_overrides(topic))
-        return LogConfig.from_topic_config(values)
+        """The topic's effective log config; computed again only when the broker config
+        or the topic's overrides changed (creating 10,000 partitions asks 10,000 times)."""
+        overrides = self.topic_overrides(topic)
+        cached = self._log_configs.get(topic)
+        if cached is not None and cached[0] is self.config and cached[1] == overrides:
+            return cached[2]
+        values = effective_topic_config(self.config, overrides)
+        config = LogConfig.from_topic_config(values)
+        self._log_configs[topic] = (self.config, overrides, config)
+        return config
 
     def unclean_allowed(self, topic: str) -> bool:
         """``unclean.leader.election.enable`` for ``topic`` (a topic config; a broker default)."""
@@ -205,8 +217,11 @@ class Broker:
                 self.logs.delete_partition(name, index)
 
     def on_metadata_change(self, change: MetadataChange) -> None:
-        if change.kind in (ChangeKind.TOPIC, ChangeKind.PARTITION):
+        if change.kind is ChangeKind.TOPIC:
+            self._log_configs.pop(change.name, None)
             self.replicas.apply_topic(change.name)
+        elif change.kind is ChangeKind.PARTITION:
+            self.replicas.apply_topic(change.name, change.partition)
         elif change.kind == ChangeKind.SESSION:
             self.replicas.set_fenced(self.cluster.session_lost)
         elif change.kind == ChangeKind.TOPIC_CONFIG:

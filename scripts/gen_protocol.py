@@ -82,6 +82,8 @@ class Field:
     default: str | None
     line: int
     children: list[Field] = field(default_factory=list)
+    cacheable: bool = False
+    """Values may be given already encoded (``Encoded``), to be copied as they are."""
 
     @property
     def is_struct(self) -> bool:
@@ -146,6 +148,7 @@ def parse_field(text: str, line: int, message_versions: Versions) -> Field:
     if type_text not in PRIMITIVES and not re.fullmatch(r"[A-Z][A-Za-z0-9]*", type_text):
         raise SchemaError(f"line {line}: unknown type {type_text!r}")
     versions, nullable, tag, default = message_versions, None, None, None
+    cacheable = False
     rest = m["rest"].strip()
     tokens = re.findall(r'default="(?:[^"\\]|\\.)*"|\S+', rest)
     for tok in tokens:
@@ -159,12 +162,18 @@ def parse_field(text: str, line: int, message_versions: Versions) -> Field:
             tag = int(tok.split("=", 1)[1])
         elif tok.startswith("default="):
             default = tok.split("=", 1)[1]
+        elif tok == "cacheable":
+            cacheable = True
         else:
             raise SchemaError(f"line {line}: unknown attribute {tok!r}")
     # Clamp to the message's versions: a field never outlives its message.
     low = max(versions.low, message_versions.low)
     high = min(versions.high, message_versions.high)
-    return Field(m["name"], type_text, array, Versions(low, high), nullable, tag, default, line)
+    if cacheable and (type_text in PRIMITIVES or tag is not None):
+        raise SchemaError(f"line {line}: only untagged struct fields can be cacheable")
+    field_ = Field(m["name"], type_text, array, Versions(low, high), nullable, tag, default, line)
+    field_.cacheable = cacheable
+    return field_
 
 
 def parse_schema(path: Path) -> Schema:
@@ -325,6 +334,8 @@ class Generator:
         self.var = 0
         self.structs: dict[str, str] = {}  # name -> format of the Structs of fixed-width runs
         self.defaults: dict[str, str] = {}  # name -> struct class of default instances
+        # cacheable struct -> message version -> its encoder function
+        self.cacheable: dict[str, dict[int, str]] = {}
 
     def run_struct(self, run: list[Field]) -> str:
         """The module-level ``Struct`` for a run of fixed-width fields."""
@@ -535,8 +546,18 @@ class Generator:
             e(f"out += {value}")
         else:
             fn = self.encoder_for(f.type, f.children, v, flexible)
+            if f.cacheable:
+                self.cacheable.setdefault(f.type, {})[v] = fn
+                e(f"if {value}.__class__ is Encoded:")
+                e.indent()
+                e(f"out += {value}")
+                e.dedent()
+                e("else:")
+                e.indent()
             e(f"{fn}(w, {value})")
             e("out = w.buf")
+            if f.cacheable:
+                e.dedent()
 
     def encode_field(self, e: Emitter, f: Field, value: str, flexible: bool, v: int) -> None:
         nullable = f.nullable_in(v)
@@ -628,16 +649,32 @@ class Generator:
 
     def struct_classes(self) -> list[str]:
         seen: dict[str, list[Field]] = {}
+        cacheable: set[str] = set()
 
         def walk(fields: list[Field]) -> None:
             for f in fields:
+                if f.cacheable:
+                    cacheable.add(f.type)
                 if f.is_struct and f.type not in seen:
                     walk(f.children)
                     seen[f.type] = f.children
 
         for msg in self.schema.messages:
             walk(msg.fields)
-        return [self.class_source(name, fields, []) for name, fields in seen.items()]
+        return [
+            self.class_source(name, fields, self.encoded_method(name) if name in cacheable else [])
+            for name, fields in seen.items()
+        ]
+
+    @staticmethod
+    def encoded_method(name: str) -> list[str]:
+        return [
+            "def encode_bytes(self, version):",
+            "    # As the message's version ``version`` encodes it: an ``Encoded`` to reuse.",
+            "    w = Writer()",
+            f"    _ENCODERS_{name}[version](w, self)",
+            "    return Encoded(b''.join(w.finish()))",
+        ]
 
     def module(self) -> str:
         s = self.schema
@@ -647,7 +684,7 @@ class Generator:
             "from struct import Struct",
             "",
             "from kpybroker.protocol._codec import (",
-            "    BOOL, F64, I8, I16, I32, I64, U16, ZERO_UUID, DecodeError,",
+            "    BOOL, F64, I8, I16, I32, I64, U16, ZERO_UUID, DecodeError, Encoded,",
             "    UnsupportedVersionError, Writer,",
             "    read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,",
             "    read_compact_records, read_compact_string, read_fixed_array, read_records,",
@@ -694,6 +731,9 @@ class Generator:
             classes.append(self.class_source(msg.class_name, msg.fields, extra))
             tables.append(f"_DECODERS_{msg.class_name} = {{{', '.join(decoders)}}}")
             tables.append(f"_ENCODERS_{msg.class_name} = {{{', '.join(encoders)}}}")
+        for name, encoders in self.cacheable.items():
+            table = ", ".join(f"{v}: {fn}" for v, fn in sorted(encoders.items()))
+            tables.append(f"_ENCODERS_{name} = {{{table}}}")
         constants = [f"{n} = Struct('>{fmt}')" for n, fmt in sorted(self.structs.items())]
         constants += [f"{n} = {cls}()" for n, cls in sorted(self.defaults.items())]
         parts = ["\n".join(head), *classes, "\n".join(constants), *self.chunks, "\n".join(tables)]

@@ -10,11 +10,19 @@ cluster authorized operations; v12 lets a topic name be null in answers.
 Auto-creation follows ``auto.create.topics.enable`` and ``num.partitions``.
 The topic is created before the answer, so the answer already has its
 leaders (Kafka answers LEADER_NOT_AVAILABLE first and clients retry).
+
+Clients ask for every topic often, and with thousands of partitions building
+and encoding the answer costs tens of milliseconds; ``TopicAnswers`` keeps each
+topic's encoded entry until something it depends on changes.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kpybroker.apis.registry import RequestContext, api
+from kpybroker.metadata.cluster import TopicMetadata
+from kpybroker.protocol._codec import Encoded
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import metadata
 from kpybroker.protocol.messages.metadata import (
@@ -24,7 +32,7 @@ from kpybroker.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-from kpybroker.topics import topic_name_error
+from kpybroker.topics import Topic, topic_name_error
 
 AUTO_CREATE_FROM = 4
 NO_OPERATIONS = -(2**31)
@@ -35,8 +43,11 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
-def topic_metadata(ctx: RequestContext, topic, authorized: bool) -> MetadataResponseTopic:
-    live = ctx.broker.live_broker_ids()
+def topic_metadata(
+    ctx: RequestContext, topic: Topic, authorized: bool, live: set[int] | None = None
+) -> MetadataResponseTopic:
+    if live is None:
+        live = ctx.broker.live_broker_ids()
     partitions = []
     for index in sorted(topic.partitions):
         state = topic.partitions[index]
@@ -60,6 +71,44 @@ def topic_metadata(ctx: RequestContext, topic, authorized: bool) -> MetadataResp
         partitions=partitions,
         topic_authorized_operations=TOPIC_OPERATIONS if authorized else NO_OPERATIONS,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    meta: TopicMetadata
+    live: frozenset[int]
+    encoded: Encoded
+
+
+class TopicAnswers:
+    """Encoded topic entries of Metadata answers, per (topic, version, authorized flag).
+
+    An entry stands while the topic's cached view is the same object (the
+    cluster cache replaces it on any change of the topic, its partitions'
+    states or its configs) and the same brokers are live. Entries of topics
+    that no longer exist are dropped once they outnumber the live ones.
+    """
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[str, int, bool], _Answer] = {}
+
+    def get(
+        self, ctx: RequestContext, topic: Topic, authorized: bool, live: frozenset[int]
+    ) -> Encoded:
+        key = (topic.name, ctx.api_version, authorized)
+        answer = self._answers.get(key)
+        if answer is None or answer.meta is not topic.meta or answer.live != live:
+            entry = topic_metadata(ctx, topic, authorized, set(live))
+            answer = _Answer(topic.meta, live, entry.encode_bytes(ctx.api_version))
+            self._answers[key] = answer
+        return answer.encoded
+
+    def prune(self, existing: frozenset[str] | set[str]) -> None:
+        """Forget the topics not in ``existing`` (called when entries may be stale)."""
+        self._answers = {k: a for k, a in self._answers.items() if k[0] in existing}
+
+    def __len__(self) -> int:
+        return len(self._answers)
 
 
 def error_topic(code: ErrorCode, name: str | None, topic_id: bytes | None = None):
@@ -108,16 +157,22 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
     broker = ctx.broker
     authorized = request.include_topic_authorized_operations
     everything = request.topics is None or (ctx.api_version == 0 and not request.topics)
-    topics = []
+    answers = broker.metadata_answers
+    topics: list[MetadataResponseTopic | Encoded] = []
     if everything:
-        for topic in broker.topics.all():
-            topics.append(topic_metadata(ctx, topic, authorized))
+        live = frozenset(broker.live_broker_ids())
+        existing = broker.topics.all()
+        for topic in existing:
+            topics.append(answers.get(ctx, topic, authorized, live))
+        if len(answers) > 2 * len(existing) + 64:
+            answers.prune({topic.name for topic in existing})
     else:
         async for item in requested_topics(ctx, request):
             if isinstance(item, MetadataResponseTopic):
                 topics.append(item)
             else:
-                topics.append(topic_metadata(ctx, item, authorized))
+                live = frozenset(broker.live_broker_ids())
+                topics.append(answers.get(ctx, item, authorized, live))
     brokers = [
         MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
         for b in broker.live_brokers(ctx.listener)

@@ -5,7 +5,9 @@ reconciles the partition states with the live brokers (``elections``): it
 elects leaders when brokers die or return, creates the states of partitions
 that had no live replica at creation, moves leadership back to preferred
 replicas (``auto.leader.rebalance.enable`` and ElectLeaders). It runs on
-every change it may care about, coalesced: one pass reads the whole cache.
+every change it may care about, coalesced: a pass looks at the partitions whose
+topic or state changed since the last one, and at all of them after a change of
+brokers, controller, session or broker config (or a failed pass).
 
 How brokers learn the new states
 --------------------------------
@@ -33,6 +35,7 @@ resigns when ``/controller`` names another broker or its session is lost.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 from kpybroker.cluster import elections
 from kpybroker.cluster.settings import ReplicationSettings
 from kpybroker.metadata.cluster import (
+    ChangeKind,
     ClusterMetadata,
     MetadataChange,
     PartitionMetadata,
@@ -51,6 +55,9 @@ from kpybroker.protocol.errors import ErrorCode, KafkaError
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+#: What a pass looks at: (topic, partition), or (topic, None) for all of a topic's
+#: partitions; None for every partition.
+Scope = set[tuple[str, int | None]] | None
 
 #: Attempts at an ElectLeaders election that loses a compare-and-set race.
 ELECTION_ATTEMPTS = 5
@@ -87,6 +94,7 @@ class Controller:
         self.epoch: int | None = None
         """The controller epoch while this broker is the active controller, else None."""
         self._wake = asyncio.Event()
+        self._pending: Scope = None
 
     @property
     def active(self) -> bool:
@@ -95,6 +103,13 @@ class Controller:
     def on_change(self, change: MetadataChange) -> None:
         """Metadata listener: any change may call for a pass (a config change may enable
         unclean leader election)."""
+        if self._pending is not None:
+            if change.kind is ChangeKind.PARTITION:
+                self._pending.add((change.name, change.partition))
+            elif change.kind in (ChangeKind.TOPIC, ChangeKind.TOPIC_CONFIG):
+                self._pending.add((change.name, None))
+            else:
+                self._pending = None
         self._wake.set()
 
     async def start(self) -> None:
@@ -141,8 +156,14 @@ class Controller:
             self.epoch = await cluster.elect_controller(self.broker_id)
             if self.active:
                 log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch)
+                self._pending = None
         if self.active:
-            await self._apply(self._reconcile())
+            scope, self._pending = self._pending, set()
+            try:
+                await self._apply(self._reconcile(scope))
+            except BaseException:
+                self._pending = None
+                raise
 
     def _resign(self, why: str) -> None:
         if self.active:
@@ -156,17 +177,35 @@ class Controller:
             for pm in meta.partitions.values():
                 yield name, pm
 
-    def _reconcile(self) -> list[Write]:
-        """States that must change for the live brokers as they are now."""
+    def _in_scope(self, scope: Scope) -> Iterable[tuple[str, PartitionMetadata]]:
+        if scope is None:
+            yield from self._partitions()
+            return
+        topics = self.cluster.topics()
+        whole = {name for name, partition in scope if partition is None}
+        for name in whole:
+            if (meta := topics.get(name)) is not None:
+                for pm in meta.partitions.values():
+                    yield name, pm
+        for name, partition in scope:
+            if name in whole or (meta := topics.get(name)) is None:
+                continue
+            if (pm := meta.partitions.get(partition)) is not None:
+                yield name, pm
+
+    def _reconcile(self, scope: Scope = None) -> list[Write]:
+        """States that must change, for the live brokers as they are now, among the
+        partitions in ``scope``."""
         live = self.cluster.live_brokers().keys()
+        unclean_allowed = functools.cache(self.unclean_allowed)
         writes = []
-        for topic, pm in self._partitions():
+        for topic, pm in self._in_scope(scope):
             if pm.state is None:
                 state = elections.initial_state(pm.replicas, live, self.epoch)
                 why = "first live replica"
             else:
                 state = elections.after_broker_changes(
-                    pm.replicas, pm.state, live, self.unclean_allowed(topic), self.epoch
+                    pm.replicas, pm.state, live, unclean_allowed(topic), self.epoch
                 )
                 why = "brokers changed"
             if state is not None:

@@ -77,18 +77,26 @@ class ReplicaManager:
 
     # -- following the metadata -------------------------------------------------------
 
-    def apply_topic(self, name: str) -> None:
-        """Make this broker's partitions of ``name`` match the cluster metadata."""
+    def apply_topic(self, name: str, only: int | None = None) -> None:
+        """Make this broker's partitions of ``name`` match the cluster metadata: all of
+        them, or only partition ``only`` (its state znode changed; the others did not,
+        and a topic of thousands of partitions must not cost thousands per change)."""
         meta = self._cluster.topics().get(name)
         if meta is None:
             for partition in self.remove_topic(name):
                 self._logs.delete_partition(name, partition.index)
             return
-        config = self._config_for(name)
+        if only is None:
+            changed = meta.partitions.items()
+        else:
+            changed = [(only, meta.partitions[only])] if only in meta.partitions else []
+        config = None
         topic_id = meta.topic_id.bytes
-        for index, pm in meta.partitions.items():
+        for index, pm in changed:
             if self.broker_id not in pm.replicas:
                 continue
+            if config is None:
+                config = self._config_for(name)
             partition = self.partitions.get((name, index))
             if partition is not None and partition.topic_id != topic_id:
                 log.warning("%s-%d was re-created under a new topic id", name, index)

@@ -281,6 +281,8 @@ class LogManager:
         """
         now = self._time_ms() if now_ms is None else now_ms
         for tp, partition_log in self:
+            if not partition_log.maintenance_due:
+                continue
             try:
                 partition_log.maintain(now)
             except OSError as exc:

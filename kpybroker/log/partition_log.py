@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kpybroker.log.checkpoint import fsync_dir
-from kpybroker.log.config import LogConfig
+from kpybroker.log.config import LONG_MAX, LogConfig
 from kpybroker.log.leader_epoch import LeaderEpochCache
 from kpybroker.log.metadata_files import read_partition_metadata, write_partition_metadata
 from kpybroker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX, delete_dir_name
@@ -130,6 +130,9 @@ class PartitionLog:
         The offsets come from the log directory's checkpoint files; with the
         defaults a directory is fully recovered, which is always safe.
         """
+        # A directory made just now holds nothing to recover: its empty segment needs no
+        # scan and no fsync (the metadata files below fsync the directory itself).
+        created = not directory.exists()
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
         self.name = directory.name
@@ -146,7 +149,7 @@ class PartitionLog:
             self.epoch_cache,
             log_start_offset=log_start_offset,
             recovery_point=recovery_point,
-            clean_shutdown=clean_shutdown,
+            clean_shutdown=clean_shutdown or created,
             now_ms=now,
         )
         self.segments: list[Segment] = loaded.segments
@@ -668,6 +671,22 @@ class PartitionLog:
             or now - self._last_flush_ms >= config.flush_interval_ms
         ):
             self.flush()
+
+    @property
+    def maintenance_due(self) -> bool:
+        """Whether ``maintain`` may have work: rolled segments not yet fsynced, a flush
+        policy with data to flush, or descriptors awaiting release. Cheap, so that an
+        idle broker with thousands of partitions does not visit each one every second."""
+        if self._to_release:
+            return True
+        if self.recovery_point >= self.log_end_offset:
+            return False
+        config = self.config
+        return (
+            self.recovery_point < self.segments[-1].base_offset
+            or config.flush_interval_messages < LONG_MAX
+            or config.flush_interval_ms < LONG_MAX
+        )
 
     def maintain(self, now_ms: int | None = None) -> None:
         """Periodic work: flush policy, fsync of rolled segments, closing retired descriptors."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import enum
 import json
 import logging
@@ -935,7 +936,9 @@ class ClusterMetadata:
             self._refresher.request(refresh, *args).add_done_callback(_log_failure)
 
     def _changed(self, kind: ChangeKind, name: str = "", partition: int = -1) -> None:
-        if kind in (ChangeKind.TOPIC, ChangeKind.PARTITION, ChangeKind.TOPIC_CONFIG):
+        if kind is ChangeKind.PARTITION:
+            self._patch_view(name, partition)
+        elif kind in (ChangeKind.TOPIC, ChangeKind.TOPIC_CONFIG):
             self._views.pop(name, None)
         change = MetadataChange(kind, name, partition)
         for listener in list(self._listeners):
@@ -947,6 +950,22 @@ class ClusterMetadata:
     def _topic_changed(self, name: str) -> None:
         self._changed(ChangeKind.TOPIC, name)
         self._refresh_later(self._load_partition_states, name, False)
+
+    def _patch_view(self, name: str, partition: int) -> None:
+        """Give a built view of topic ``name`` the new state of one partition: a copy
+        with that partition replaced, not a rebuild (each of a new topic's thousands of
+        partitions reports its state apart)."""
+        view = self._views.get(name)
+        if view is None:
+            return
+        old = view.partitions.get(partition)
+        if old is None:
+            del self._views[name]
+            return
+        state, version = self._states.get(name, {}).get(partition, (None, None))
+        partitions = dict(view.partitions)
+        partitions[partition] = PartitionMetadata(partition, old.replicas, state, version)
+        self._views[name] = dataclasses.replace(view, partitions=MappingProxyType(partitions))
 
     def _topic_view(self, name: str) -> TopicMetadata:
         view = self._views.get(name)

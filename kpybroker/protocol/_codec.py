@@ -31,6 +31,17 @@ class UnsupportedVersionError(DecodeError):
     """The message has no codec for the requested version."""
 
 
+class Encoded(bytes):
+    """A struct value already encoded (by its ``encode_bytes(version)``), for the struct
+    fields a schema marks ``cacheable``: the encoder copies it instead of encoding.
+
+    A handler that answers the same thing many times (a Metadata answer's topic,
+    unchanged since the last request) keeps these rather than rebuilding objects.
+    """
+
+    __slots__ = ()
+
+
 class Writer:
     """Accumulates an encoding as buffers, with deferred record sources between them.
 

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 
 from kpybroker.cluster.controller import Controller, NotControllerError
 from kpybroker.cluster.settings import ReplicationSettings
-from kpybroker.metadata.cluster import ClusterMetadata, Endpoint, PartitionState
+from kpybroker.metadata.cluster import (
+    ChangeKind,
+    ClusterMetadata,
+    Endpoint,
+    MetadataChange,
+    PartitionState,
+)
 from kpybroker.protocol.errors import ErrorCode
 
 from .test_metadata_store import Backend, backend, eventually, scenario
@@ -95,6 +101,24 @@ async def test_a_partition_without_live_replicas_gets_its_state_later(backend: B
     await eventually(lambda: state(node, "late", 0) is not None)
     assert state(node, "late", 0) == PartitionState(5, 0, (5,), 1)
     await other.kill()
+
+
+@scenario
+async def test_a_pass_looks_only_at_what_changed_since_the_last(backend: Backend) -> None:
+    [node] = await start_nodes(backend, 1)
+    await node.cluster.create_topic("a", {0: [0], 1: [0], 2: [0]})
+    await node.cluster.create_topic("b", {0: [0], 1: [0]})
+    await eventually(lambda: state(node, "a", 2) is not None and state(node, "b", 1) is not None)
+    node.task.cancel()
+    controller = node.controller
+    await controller._try_step()  # everything seen: nothing is pending
+    controller.on_change(MetadataChange(ChangeKind.PARTITION, "a", 1))
+    controller.on_change(MetadataChange(ChangeKind.TOPIC_CONFIG, "b"))
+    controller.on_change(MetadataChange(ChangeKind.PARTITION, "b", 1))
+    looked_at = sorted((t, pm.partition) for t, pm in controller._in_scope(controller._pending))
+    assert looked_at == [("a", 1), ("b", 0), ("b", 1)]
+    controller.on_change(MetadataChange(ChangeKind.BROKER, "0"))
+    assert controller._pending is None  # a broker change concerns every partition
 
 
 @scenario

@@ -235,8 +235,22 @@ def test_flush_ms_and_maintain(tmp_path) -> None:
 def test_maintain_flushes_rolled_segments_only(tmp_path) -> None:
     log = open_log(tmp_path / "t-0")
     fill(log, 12)
+    assert log.maintenance_due
     log.maintain()
     assert log.recovery_point == log.active_segment.base_offset < log.log_end_offset
+    assert not log.maintenance_due
+
+
+def test_maintenance_is_due_only_when_maintain_has_work(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0")
+    assert not log.maintenance_due
+    fill(log, 1)
+    assert not log.maintenance_due  # unflushed, but only the active segment and no policy
+    timed = open_log(tmp_path / "t-1", LogConfig(flush_interval_ms=1000))
+    fill(timed, 1)
+    assert timed.maintenance_due
+    timed.flush()
+    assert not timed.maintenance_due
 
 
 def test_retention_bytes_deletes_the_oldest_segments(tmp_path) -> None:

@@ -3,7 +3,7 @@
 from struct import Struct
 
 from kpybroker.protocol._codec import (
-    BOOL, F64, I8, I16, I32, I64, U16, ZERO_UUID, DecodeError,
+    BOOL, F64, I8, I16, I32, I64, U16, ZERO_UUID, DecodeError, Encoded,
     UnsupportedVersionError, Writer,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_records, read_compact_string, read_fixed_array, read_records,

@@ -3,7 +3,7 @@
 from struct import Struct
 
 from kpybroker.protocol._codec import (
-    BOOL, F64, I8, I16, I32, I64, U16, ZERO_UUID, DecodeError,
+    BOOL, F64, I8, I16, I32, I64, U16, ZERO_UUID, DecodeError, Encoded,
     UnsupportedVersionError, Writer,
     read_array_length, read_bytes, read_compact_array_length, read_compact_bytes,
     read_compact_records, read_compact_string, read_fixed_array, read_records,
@@ -66,6 +66,11 @@ class MetadataResponsePartition:
 
 class MetadataResponseTopic:
     __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations')
+    def encode_bytes(self, version):
+        # As the message's version ``version`` encodes it: an ``Encoded`` to reuse.
+        w = Writer()
+        _ENCODERS_MetadataResponseTopic[version](w, self)
+        return Encoded(b''.join(w.finish()))
     def __init__(self, error_code=_MISSING, name=_MISSING, topic_id=_MISSING, is_internal=_MISSING, partitions=_MISSING, topic_authorized_operations=_MISSING):
         self.error_code = 0 if error_code is _MISSING else error_code
         self.name = '' if name is _MISSING else name
@@ -512,8 +517,11 @@ def _enc_MetadataResponse_v0(w, o):
         a3 = []
     out += I32.pack(len(a3))
     for x4 in a3:
-        _enc_MetadataResponseTopic_v0(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v0(w, x4)
+            out = w.buf
 
 
 def _dec_MetadataResponseBroker_v1(buf, pos):
@@ -606,8 +614,11 @@ def _enc_MetadataResponse_v1(w, o):
         a3 = []
     out += I32.pack(len(a3))
     for x4 in a3:
-        _enc_MetadataResponseTopic_v1(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v1(w, x4)
+            out = w.buf
 
 
 def _dec_MetadataResponse_v2(buf, pos):
@@ -649,8 +660,11 @@ def _enc_MetadataResponse_v2(w, o):
         a3 = []
     out += I32.pack(len(a3))
     for x4 in a3:
-        _enc_MetadataResponseTopic_v1(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v1(w, x4)
+            out = w.buf
 
 
 def _dec_MetadataResponse_v3(buf, pos):
@@ -695,8 +709,11 @@ def _enc_MetadataResponse_v3(w, o):
         a3 = []
     out += I32.pack(len(a3))
     for x4 in a3:
-        _enc_MetadataResponseTopic_v1(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v1(w, x4)
+            out = w.buf
 
 
 def _dec_MetadataResponsePartition_v5(buf, pos):
@@ -815,8 +832,11 @@ def _enc_MetadataResponse_v5(w, o):
         a3 = []
     out += I32.pack(len(a3))
     for x4 in a3:
-        _enc_MetadataResponseTopic_v5(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v5(w, x4)
+            out = w.buf
 
 
 def _dec_MetadataResponsePartition_v7(buf, pos):
@@ -935,8 +955,11 @@ def _enc_MetadataResponse_v7(w, o):
         a3 = []
     out += I32.pack(len(a3))
     for x4 in a3:
-        _enc_MetadataResponseTopic_v7(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v7(w, x4)
+            out = w.buf
 
 
 def _dec_MetadataResponseTopic_v8(buf, pos):
@@ -1019,8 +1042,11 @@ def _enc_MetadataResponse_v8(w, o):
         a3 = []
     out += I32.pack(len(a3))
     for x4 in a3:
-        _enc_MetadataResponseTopic_v8(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v8(w, x4)
+            out = w.buf
     out += I32.pack(o.cluster_authorized_operations)
 
 
@@ -1184,8 +1210,11 @@ def _enc_MetadataResponse_v9(w, o):
         a3 = []
     write_uvarint(out, len(a3) + 1)
     for x4 in a3:
-        _enc_MetadataResponseTopic_v9(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v9(w, x4)
+            out = w.buf
     out += I32.pack(o.cluster_authorized_operations)
     out.append(0)
 
@@ -1281,8 +1310,11 @@ def _enc_MetadataResponse_v10(w, o):
         a3 = []
     write_uvarint(out, len(a3) + 1)
     for x4 in a3:
-        _enc_MetadataResponseTopic_v10(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v10(w, x4)
+            out = w.buf
     out += I32.pack(o.cluster_authorized_operations)
     out.append(0)
 
@@ -1333,8 +1365,11 @@ def _enc_MetadataResponse_v11(w, o):
         a3 = []
     write_uvarint(out, len(a3) + 1)
     for x4 in a3:
-        _enc_MetadataResponseTopic_v10(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v10(w, x4)
+            out = w.buf
     out.append(0)
 
 
@@ -1425,8 +1460,11 @@ def _enc_MetadataResponse_v12(w, o):
         a3 = []
     write_uvarint(out, len(a3) + 1)
     for x4 in a3:
-        _enc_MetadataResponseTopic_v12(w, x4)
-        out = w.buf
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v12(w, x4)
+            out = w.buf
     out.append(0)
 
 
@@ -1434,3 +1472,4 @@ _DECODERS_MetadataRequest = {0: _dec_MetadataRequest_v0, 1: _dec_MetadataRequest
 _ENCODERS_MetadataRequest = {0: _enc_MetadataRequest_v0, 1: _enc_MetadataRequest_v1, 2: _enc_MetadataRequest_v1, 3: _enc_MetadataRequest_v1, 4: _enc_MetadataRequest_v4, 5: _enc_MetadataRequest_v4, 6: _enc_MetadataRequest_v4, 7: _enc_MetadataRequest_v4, 8: _enc_MetadataRequest_v8, 9: _enc_MetadataRequest_v9, 10: _enc_MetadataRequest_v10, 11: _enc_MetadataRequest_v11, 12: _enc_MetadataRequest_v11}
 _DECODERS_MetadataResponse = {0: _dec_MetadataResponse_v0, 1: _dec_MetadataResponse_v1, 2: _dec_MetadataResponse_v2, 3: _dec_MetadataResponse_v3, 4: _dec_MetadataResponse_v3, 5: _dec_MetadataResponse_v5, 6: _dec_MetadataResponse_v5, 7: _dec_MetadataResponse_v7, 8: _dec_MetadataResponse_v8, 9: _dec_MetadataResponse_v9, 10: _dec_MetadataResponse_v10, 11: _dec_MetadataResponse_v11, 12: _dec_MetadataResponse_v12}
 _ENCODERS_MetadataResponse = {0: _enc_MetadataResponse_v0, 1: _enc_MetadataResponse_v1, 2: _enc_MetadataResponse_v2, 3: _enc_MetadataResponse_v3, 4: _enc_MetadataResponse_v3, 5: _enc_MetadataResponse_v5, 6: _enc_MetadataResponse_v5, 7: _enc_MetadataResponse_v7, 8: _enc_MetadataResponse_v8, 9: _enc_MetadataResponse_v9, 10: _enc_MetadataResponse_v10, 11: _enc_MetadataResponse_v11, 12: _enc_MetadataResponse_v12}
+_ENCODERS_MetadataResponseTopic = {0: _enc_MetadataResponseTopic_v0, 1: _enc_MetadataResponseTopic_v1, 2: _enc_MetadataResponseTopic_v1, 3: _enc_MetadataResponseTopic_v1, 4: _enc_MetadataResponseTopic_v1, 5: _enc_MetadataResponseTopic_v5, 6: _enc_MetadataResponseTopic_v5, 7: _enc_MetadataResponseTopic_v7, 8: _enc_MetadataResponseTopic_v8, 9: _enc_MetadataResponseTopic_v9, 10: _enc_MetadataResponseTopic_v10, 11: _enc_MetadataResponseTopic_v10, 12: _enc_MetadataResponseTopic_v12}

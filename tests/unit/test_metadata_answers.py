@@ -1,0 +1,53 @@
+"""The Metadata handler's cache of encoded topic entries (``TopicAnswers``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from types import MappingProxyType, SimpleNamespace
+
+from kpybroker.apis.metadata import TopicAnswers, topic_metadata
+from kpybroker.apis.registry import RequestContext
+from kpybroker.metadata.cluster import PartitionMetadata, PartitionState, TopicMetadata
+from kpybroker.protocol._codec import Encoded
+from kpybroker.protocol.messages.metadata import MetadataResponse
+from kpybroker.topics import Topic
+
+
+def context(version: int, live: set[int]) -> RequestContext:
+    broker = SimpleNamespace(live_broker_ids=lambda: set(live))
+    return RequestContext(broker, version, 1, "test", "127.0.0.1", "PLAINTEXT")  # type: ignore[arg-type]
+
+
+def topic(leader: int = 1) -> Topic:
+    partitions = {
+        p: PartitionMetadata(p, (1, 2), PartitionState(leader, 3, (1, 2), 1), 0) for p in range(3)
+    }
+    return Topic(TopicMetadata("t", uuid.uuid4(), MappingProxyType(partitions), {}))
+
+
+def test_an_entry_encodes_as_the_objects_would_in_every_version() -> None:
+    t = topic()
+    for version in range(13):
+        ctx = context(version, {1, 2})
+        cached = TopicAnswers().get(ctx, t, False, frozenset({1, 2}))
+        assert isinstance(cached, Encoded)
+        built = topic_metadata(ctx, t, False)
+        with_cache = MetadataResponse(brokers=[], topics=[cached]).encode_bytes(version)
+        without = MetadataResponse(brokers=[], topics=[built]).encode_bytes(version)
+        assert with_cache == without
+
+
+def test_entries_stand_until_the_view_or_the_live_brokers_change() -> None:
+    answers = TopicAnswers()
+    ctx = context(12, {1, 2})
+    t = topic()
+    first = answers.get(ctx, t, False, frozenset({1, 2}))
+    assert answers.get(ctx, t, False, frozenset({1, 2})) is first
+    assert answers.get(ctx, t, True, frozenset({1, 2})) is not first  # another flag
+    changed = Topic(dataclasses.replace(t.meta))  # a new view, as after any change
+    assert answers.get(ctx, changed, False, frozenset({1, 2})) is not first
+    again = answers.get(ctx, changed, False, frozenset({1, 2}))
+    assert answers.get(ctx, changed, False, frozenset({2})) != again  # leader 1 went away
+    answers.prune(set())
+    assert len(answers) == 0
