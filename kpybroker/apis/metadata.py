@@ -18,6 +18,7 @@ topic's encoded entry until something it depends on changes.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from kpybroker.apis.registry import RequestContext, api
@@ -90,24 +91,27 @@ class TopicAnswers:
     """
 
     def __init__(self) -> None:
-        self._answers: dict[tuple[str, int, bool], _Answer] = {}
+        # topic -> (version, authorized flag) -> answer
+        self._answers: dict[str, dict[tuple[int, bool], _Answer]] = {}
 
     def get(
         self, ctx: RequestContext, topic: Topic, authorized: bool, live: frozenset[int]
     ) -> Encoded:
-        key = (topic.name, ctx.api_version, authorized)
-        answer = self._answers.get(key)
+        answers = self._answers.setdefault(topic.name, {})
+        key = (ctx.api_version, authorized)
+        answer = answers.get(key)
         if answer is None or answer.meta is not topic.meta or answer.live != live:
             entry = topic_metadata(ctx, topic, authorized, set(live))
             answer = _Answer(topic.meta, live, entry.encode_bytes(ctx.api_version))
-            self._answers[key] = answer
+            answers[key] = answer
         return answer.encoded
 
-    def prune(self, existing: frozenset[str] | set[str]) -> None:
+    def prune(self, existing: Collection[str]) -> None:
         """Forget the topics not in ``existing`` (called when entries may be stale)."""
-        self._answers = {k: a for k, a in self._answers.items() if k[0] in existing}
+        self._answers = {name: a for name, a in self._answers.items() if name in existing}
 
     def __len__(self) -> int:
+        """How many topics have entries."""
         return len(self._answers)
 
 
@@ -161,11 +165,8 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
     topics: list[MetadataResponseTopic | Encoded] = []
     if everything:
         live = frozenset(broker.live_broker_ids())
-        existing = broker.topics.all()
-        for topic in existing:
+        for topic in broker.topics.all():
             topics.append(answers.get(ctx, topic, authorized, live))
-        if len(answers) > 2 * len(existing) + 64:
-            answers.prune({topic.name for topic in existing})
     else:
         async for item in requested_topics(ctx, request):
             if isinstance(item, MetadataResponseTopic):
@@ -173,6 +174,9 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
             else:
                 live = frozenset(broker.live_broker_ids())
                 topics.append(answers.get(ctx, item, authorized, live))
+    existing = broker.cluster.topics()
+    if len(answers) > len(existing) + 64:  # deleted topics' entries
+        answers.prune(existing.keys())
     brokers = [
         MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
         for b in broker.live_brokers(ctx.listener)

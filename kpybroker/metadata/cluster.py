@@ -60,7 +60,6 @@ from kpybroker.metadata.store import (
     WatchedEvent,
     join_path,
     node_name,
-    parent_path,
 )
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
@@ -905,28 +904,20 @@ class ClusterMetadata:
         """Read ``path`` and leave ``watch`` so that its next change, including its
         creation, is reported.
 
-        A missing node is watched through its deepest existing ancestor, up to
-        ``floor`` (no watch at all if ``floor`` is missing): a child watch there
-        fires when the next path component appears. Unlike an exists-watch on a
-        missing path, it is consumed when that subtree is deleted, so deleted
-        topics leave no watches behind.
+        A missing node gets an exists-watch, unless ``floor`` (an ancestor, or
+        ``path`` itself) is missing too: then nothing is watched, so that
+        reading the partitions of a deleted topic leaves no watches behind.
+        (Watching the parent's children instead would cost a listing of every
+        sibling per node: quadratic for a topic of thousands of partitions.)
         """
         while True:
             with suppress(NoNodeError):
                 return await self.store.get(path, watch)
-            target = path
-            while target != floor:
-                parent = parent_path(target)
-                try:
-                    children = await self.store.get_children(parent, watch)
-                except NoNodeError:
-                    target = parent
-                    continue
-                if node_name(target) in children:
-                    break  # created meanwhile: read again
+            if floor == path or await self.store.exists(floor) is None:
                 return None
-            else:
+            if await self.store.exists(path, watch) is None:
                 return None
+            # created meanwhile: read again
 
     # -- cache -----------------------------------------------------------------
 
@@ -1051,13 +1042,9 @@ class ClusterMetadata:
     # -- watch and session callbacks ---------------------------------------------
 
     def _on_partition_event(self, event: WatchedEvent) -> None:
-        # The path is a state node or one of its ancestors up to the topic node:
-        # /brokers/topics/<topic>[/partitions[/<p>[/state]]]
+        # The path is a state node: /brokers/topics/<topic>/partitions/<p>/state
         parts = event.path.split("/")
-        if len(parts) > 5:
-            self._refresh_later(self._load_partition, parts[3], int(parts[5]))
-        else:
-            self._refresh_later(self._load_partition_states, parts[3], False)
+        self._refresh_later(self._load_partition, parts[3], int(parts[5]))
 
     def _on_controller_event(self, event: WatchedEvent) -> None:
         self._refresh_later(self._load_controller)
