@@ -4,7 +4,9 @@ Versions: 4 adds isolation level and aborted transactions (Kafka 4's floor);
 5 the log start offset; 7 fetch sessions (KIP-227); 9 the current leader
 epoch check; 11 rack-aware preferred replica; 12 is flexible with diverging
 epochs; 13 names topics by ID; 15 moves replica_id into replica_state; 16
-adds node endpoints; 17 a replica directory ID.
+adds node endpoints; 17 a replica directory ID; 18 lets a follower tell the
+high watermark it knows (KIP-1166), and its fetch then returns as soon as the
+leader's is higher, so that followers learn a new high watermark at once.
 
 This broker never opens fetch sessions: it answers every fetch in full with
 session ID 0, which every client accepts (KIP-227 lets a broker refuse). A
@@ -47,6 +49,8 @@ CURRENT_LEADER_FROM = 12
 REPLICA_STATE_FROM = 15
 NODE_ENDPOINTS_FROM = 16
 READ_COMMITTED = 1
+#: A v18 fetch's high watermark when the follower does not report one (KIP-1166).
+UNKNOWN_HIGH_WATERMARK = 2**63 - 1
 
 
 def session_error(request: FetchRequest) -> ErrorCode:
@@ -83,6 +87,13 @@ class FetchPlan:
         self.bytes = 0
         self.errors = False
         self.passes = 0
+        # A follower that told the high watermark it knows (v18) also waits for it to move.
+        self.reports_hwm = self.from_follower and any(
+            fp.high_watermark != UNKNOWN_HIGH_WATERMARK
+            for topic in request.topics
+            for fp in topic.partitions
+        )
+        self.hwm_news = False  # a reporting follower is behind on some high watermark
 
     @property
     def from_follower(self) -> bool:
@@ -94,6 +105,7 @@ class FetchPlan:
         min_one = True
         self.bytes = 0
         self.errors = False
+        self.hwm_news = False
         self.partitions = []
         responses = []
         for topic in self.request.topics:
@@ -113,6 +125,8 @@ class FetchPlan:
                     self.fail(pd, name, exc)
                     continue
                 pd.high_watermark = partition.high_watermark
+                if self.reports_hwm and fp.high_watermark < partition.high_watermark:
+                    self.hwm_news = True
                 pd.last_stable_offset = partition.high_watermark
                 pd.log_start_offset = partition.log.log_start_offset
                 if self.request.isolation_level == READ_COMMITTED:
@@ -148,7 +162,7 @@ class FetchPlan:
             self.hinted_leaders.add(hint.leader_id)
 
 
-@api(fetch, 4, 17)
+@api(fetch, 4, 18)
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     error = session_error(request)
     if error:
@@ -157,12 +171,15 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     responses = plan.run()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0, request.max_wait_ms) / 1000
-    while plan.bytes < request.min_bytes and not plan.errors and plan.partitions:
+    while plan.bytes < request.min_bytes and not (plan.errors or plan.hwm_news):
         timeout = deadline - loop.time()
-        if timeout <= 0:
+        if timeout <= 0 or not plan.partitions:
             break
         woken = await ctx.broker.replicas.wait_for_append(
-            plan.partitions, timeout, for_follower=plan.from_follower
+            plan.partitions,
+            timeout,
+            for_follower=plan.from_follower,
+            and_high_watermark=plan.reports_hwm,
         )
         if not woken:
             break

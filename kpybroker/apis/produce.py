@@ -4,7 +4,9 @@ Versions: Kafka 4 advertises 0 but rejects 0-2 (magic v0/v1 message sets);
 3 added the transactional id and requires exactly one v2 batch per
 partition; 5 returns the log start offset; 7 allows zstd; 8 adds per-batch
 record errors and an error message; 9 is flexible; 10 adds the current-leader
-hint for NOT_LEADER_OR_FOLLOWER; 11 is the same wire as 10.
+hint for NOT_LEADER_OR_FOLLOWER; 11 and 12 are the same wire as 10 (12 lets
+a transaction add partitions implicitly, KIP-890: without transactions it is
+11); 13 names topics by ID, and an unknown ID is UNKNOWN_TOPIC_ID.
 
 Nothing here decodes a record: the batch header and its CRC are checked,
 then the log stamps the offsets into the header and appends the bytes.
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 VALID_ACKS = (-1, 0, 1)
 ZSTD_MIN_PRODUCE_VERSION = 7
 NODE_ENDPOINTS_FROM = 10
+TOPIC_IDS_FROM = 13
 
 
 # Errors Kafka answers with an unknown log start offset (ReplicaManager.appendToLocalLog).
@@ -167,24 +170,35 @@ def set_acks_error(response: PartitionProduceResponse, error: ErrorCode) -> None
         response.base_offset = -1
 
 
-@api(produce, 3, 11, advertised_min=0)
+@api(produce, 3, 13, advertised_min=0)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     acks = request.acks
+    by_id = ctx.api_version >= TOPIC_IDS_FROM
     responses = []
     appended = []
     for topic_data in request.topic_data:
+        name = topic_data.name
+        if by_id:
+            topic = ctx.broker.topics.by_id(topic_data.topic_id)
+            name = None if topic is None else topic.name
         parts = []
         for pd in topic_data.partition_data:
             if acks not in VALID_ACKS:
-                part = PartitionProduceResponse(
-                    index=pd.index, base_offset=-1, error_code=ErrorCode.INVALID_REQUIRED_ACKS
-                )
+                error = ErrorCode.INVALID_REQUIRED_ACKS
+            elif name is None:
+                error = ErrorCode.UNKNOWN_TOPIC_ID
             else:
-                part, batch = produce_partition(ctx, topic_data.name, pd.index, pd.records, acks)
+                part, batch = produce_partition(ctx, name, pd.index, pd.records, acks)
                 if batch is not None and acks == -1:
                     appended.append(batch)
-            parts.append(part)
-        responses.append(TopicProduceResponse(name=topic_data.name, partition_responses=parts))
+                parts.append(part)
+                continue
+            parts.append(PartitionProduceResponse(index=pd.index, base_offset=-1, error_code=error))
+        responses.append(
+            TopicProduceResponse(
+                name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=parts
+            )
+        )
     if appended:
         await wait_for_replication(appended, request.timeout_ms)
     if acks == 0:

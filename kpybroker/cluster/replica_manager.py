@@ -203,10 +203,16 @@ class ReplicaManager:
         return LeaderHint(pm.leader, pm.leader_epoch)
 
     async def wait_for_append(
-        self, partitions: Iterable[Partition], timeout: float, *, for_follower: bool = False
+        self,
+        partitions: Iterable[Partition],
+        timeout: float,
+        *,
+        for_follower: bool = False,
+        and_high_watermark: bool = False,
     ) -> bool:
-        """Wait until any of ``partitions`` gets new data (followers: an append;
-        consumers: a higher high watermark), or ``timeout`` seconds pass.
+        """Wait until any of ``partitions`` gets new data (followers: an append, and
+        with ``and_high_watermark`` a higher high watermark too; consumers: a higher
+        high watermark), or ``timeout`` seconds pass.
 
         One future is parked on every partition's waiter list; nothing runs
         while the wait lasts.
@@ -216,6 +222,8 @@ class ReplicaManager:
         partitions = list(partitions)
         for p in partitions:
             p.add_waiter(fut, for_follower=for_follower)
+            if for_follower and and_high_watermark:
+                p.add_waiter(fut, for_follower=False)
         handle = loop.call_later(timeout, lambda: fut.done() or fut.set_result(False))
         try:
             return await fut

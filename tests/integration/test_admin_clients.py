@@ -148,6 +148,10 @@ def test_kafka_python_admin(module_broker: ManagedBroker) -> None:
             for p in t["partitions"]
         }
         assert {("adm-kp", 0), ("adm-kp", 1), ("adm-kp", 2)} <= partitions
+
+        listed = admin.list_config_resources()  # ListConfigResources v1, every type
+        assert "adm-kp" in listed["topic"] and len(listed["broker"]) == 1  # this broker
+        assert admin.list_config_resources(["TOPIC"]) == {"topic": listed["topic"]}
     finally:
         admin.close()
 

@@ -22,7 +22,12 @@ from kpybroker.config import BrokerConfig
 from kpybroker.metadata.builtin import BuiltinEnsemble, BuiltinMetadataStore
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
-from kpybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from kpybroker.protocol.messages.fetch import (
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+    ReplicaState,
+)
 from kpybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from kpybroker.protocol.messages.produce import (
     PartitionProduceData,
@@ -114,7 +119,9 @@ def produce(values: list[bytes], partition: int = 0, acks: int = -1, timeout_ms:
         transactional_id=None,
         acks=acks,
         timeout_ms=timeout_ms,
-        topic_data=[TopicProduceData(TOPIC, [PartitionProduceData(partition, batch)])],
+        topic_data=[
+            TopicProduceData(name=TOPIC, partition_data=[PartitionProduceData(partition, batch)])
+        ],
     )
 
 
@@ -167,6 +174,38 @@ async def test_other_brokers_point_at_the_leader(cluster: Cluster) -> None:
     assert data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert data.current_leader.leader_id == leader.broker_id
     assert [e.node_id for e in response.node_endpoints] == [leader.broker_id]
+
+
+@scenario
+async def test_a_follower_behind_on_the_high_watermark_is_answered_at_once(
+    cluster: Cluster,
+) -> None:
+    """Fetch v18 (KIP-1166): a follower's fetch naming a high watermark below the
+    leader's returns without waiting, even with nothing new to read."""
+    leader = leader_of(cluster)
+    await produce_to(cluster, leader, [b"a", b"b", b"c"])
+    follower = next(b for b in cluster.brokers if b != leader.broker_id)
+    topic_id = leader.topics.get(TOPIC).topic_id
+
+    def fetch(known_high_watermark: int, max_wait_ms: int) -> FetchRequest:
+        partition = FetchPartition(
+            partition=0,
+            fetch_offset=3,
+            partition_max_bytes=1 << 20,
+            high_watermark=known_high_watermark,
+        )
+        return FetchRequest(
+            replica_state=ReplicaState(replica_id=follower),
+            max_wait_ms=max_wait_ms,
+            min_bytes=1,
+            topics=[FetchTopic(topic_id=topic_id, partitions=[partition])],
+        )
+
+    stale = await asyncio.wait_for(cluster.call(leader, fetch(0, 30_000), 18), 10)
+    data = stale.responses[0].partitions[0]
+    assert (data.error_code, data.high_watermark, bytes(data.records or b"")) == (0, 3, b"")
+    current = await cluster.call(leader, fetch(3, 100), 18)  # waits out its 100 ms
+    assert current.responses[0].partitions[0].high_watermark == 3
 
 
 @scenario

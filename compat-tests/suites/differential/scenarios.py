@@ -28,10 +28,12 @@ from kpybroker.protocol.messages import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     offset_commit,
     offset_fetch,
     offset_for_leader_epoch,
+    produce,
     sync_group,
 )
 from kpybroker.protocol.records import iter_batches
@@ -284,6 +286,68 @@ def produce_errors(p: Probe) -> None:
         p.reconnect()
         p.see("v2", f"closed ({type(exc).__name__})")
     p.see("end offsets", [p.list_offset("diff-produce", n, -1)[1] for n in (0, 1)])
+
+
+@scenario
+def produce_by_topic_id(p: Probe) -> None:
+    """Produce v13 names topics by ID: a known ID, an unknown one, the zero UUID."""
+    p.create_topic("diff-by-id", 1)
+    [topic] = p.metadata(["diff-by-id"], version=12).topics
+    data = [produce.PartitionProduceData(index=0, records=batch([b"by id"]))]
+    for label, topic_id in [
+        ("known id", topic.topic_id),
+        ("unknown id", uuid.uuid4().bytes),
+        ("zero id", ZERO_UUID),
+    ]:
+        request = produce.ProduceRequest(
+            acks=-1,
+            timeout_ms=10000,
+            topic_data=[produce.TopicProduceData(topic_id=topic_id, partition_data=data)],
+        )
+        [answer] = p.call(request, 13).responses
+        [part] = answer.partition_responses
+        p.see(
+            label,
+            [
+                uuid_shape(answer.topic_id),
+                error(part.error_code),
+                part.base_offset,
+                part.log_start_offset,
+            ],
+        )
+    bad_partition = [produce.PartitionProduceData(index=3, records=batch([b"x"]))]
+    request = produce.ProduceRequest(
+        acks=1,
+        timeout_ms=10000,
+        topic_data=[
+            produce.TopicProduceData(topic_id=topic.topic_id, partition_data=bad_partition)
+        ],
+    )
+    [answer] = p.call(request, 13).responses
+    p.see("known id, unknown partition", error(answer.partition_responses[0].error_code))
+
+
+# -- ListConfigResources ----------------------------------------------------------------------
+
+
+@scenario
+def config_resources(p: Probe) -> None:
+    """ListConfigResources v0 and v1: by type, every type, an unsupported type."""
+    p.create_topic("diff-config-resources", 1)
+
+    def listed(version: int, types: list[int]) -> list[Any]:
+        request = list_config_resources.ListConfigResourcesRequest(resource_types=types)
+        answer = p.call(request, version)
+        found = [
+            (r.resource_type, "a broker" if r.resource_type == 4 else r.resource_name)
+            for r in answer.config_resources
+            if r.resource_type != 2 or r.resource_name.startswith("diff-config")
+        ]
+        return [error(answer.error_code), found]
+
+    p.see("v0", listed(0, []))
+    for types in ([2], [4], [2, 4], [16], [32], [1], [2, 99]):
+        p.see(f"v1 {types}", listed(1, types))
 
 
 # -- Fetch ----------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from kpybroker.protocol.messages import incremental_alter_configs
 from kpybroker.protocol.messages import offset_delete
 from kpybroker.protocol.messages import describe_cluster
 from kpybroker.protocol.messages import describe_producers
+from kpybroker.protocol.messages import list_config_resources
 from kpybroker.protocol.messages import describe_topic_partitions
 
 SCHEMAS = {
@@ -73,5 +74,6 @@ SCHEMAS = {
     47: offset_delete,
     60: describe_cluster,
     61: describe_producers,
+    74: list_config_resources,
     75: describe_topic_partitions,
 }

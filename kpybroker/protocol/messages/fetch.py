@@ -16,7 +16,7 @@ _MISSING = object()
 
 API_KEY = 1
 NAME = 'Fetch'
-VERSIONS = (0, 17)
+VERSIONS = (0, 18)
 FLEXIBLE_FROM = 12
 
 
@@ -34,8 +34,8 @@ class ReplicaState:
 
 
 class FetchPartition:
-    __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id')
-    def __init__(self, partition=_MISSING, current_leader_epoch=_MISSING, fetch_offset=_MISSING, last_fetched_epoch=_MISSING, log_start_offset=_MISSING, partition_max_bytes=_MISSING, replica_directory_id=_MISSING):
+    __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark')
+    def __init__(self, partition=_MISSING, current_leader_epoch=_MISSING, fetch_offset=_MISSING, last_fetched_epoch=_MISSING, log_start_offset=_MISSING, partition_max_bytes=_MISSING, replica_directory_id=_MISSING, high_watermark=_MISSING):
         self.partition = 0 if partition is _MISSING else partition
         self.current_leader_epoch = -1 if current_leader_epoch is _MISSING else current_leader_epoch
         self.fetch_offset = 0 if fetch_offset is _MISSING else fetch_offset
@@ -43,8 +43,9 @@ class FetchPartition:
         self.log_start_offset = -1 if log_start_offset is _MISSING else log_start_offset
         self.partition_max_bytes = 0 if partition_max_bytes is _MISSING else partition_max_bytes
         self.replica_directory_id = ZERO_UUID if replica_directory_id is _MISSING else replica_directory_id
+        self.high_watermark = 9223372036854775807 if high_watermark is _MISSING else high_watermark
     def __eq__(self, other):
-        return type(other) is type(self) and self.partition == other.partition and self.current_leader_epoch == other.current_leader_epoch and self.fetch_offset == other.fetch_offset and self.last_fetched_epoch == other.last_fetched_epoch and self.log_start_offset == other.log_start_offset and self.partition_max_bytes == other.partition_max_bytes and self.replica_directory_id == other.replica_directory_id
+        return type(other) is type(self) and self.partition == other.partition and self.current_leader_epoch == other.current_leader_epoch and self.fetch_offset == other.fetch_offset and self.last_fetched_epoch == other.last_fetched_epoch and self.log_start_offset == other.log_start_offset and self.partition_max_bytes == other.partition_max_bytes and self.replica_directory_id == other.replica_directory_id and self.high_watermark == other.high_watermark
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -174,7 +175,7 @@ class NodeEndpoint:
 
 class FetchRequest:
     __slots__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id')
-    VERSIONS = (0, 17)
+    VERSIONS = (0, 18)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -210,7 +211,7 @@ class FetchRequest:
 
 class FetchResponse:
     __slots__ = ('throttle_time_ms', 'error_code', 'session_id', 'responses', 'node_endpoints')
-    VERSIONS = (0, 17)
+    VERSIONS = (0, 18)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -263,7 +264,7 @@ _DEFAULT_SnapshotId = SnapshotId()
 def _dec_FetchPartition_v0(buf, pos):
     f_partition, f_fetch_offset, f_partition_max_bytes = _S_iqi.unpack_from(buf, pos)
     pos += 16
-    return FetchPartition(f_partition, -1, f_fetch_offset, -1, -1, f_partition_max_bytes, ZERO_UUID), pos
+    return FetchPartition(f_partition, -1, f_fetch_offset, -1, -1, f_partition_max_bytes, ZERO_UUID, 9223372036854775807), pos
 
 
 def _dec_FetchTopic_v0(buf, pos):
@@ -379,7 +380,7 @@ def _enc_FetchRequest_v4(w, o):
 def _dec_FetchPartition_v5(buf, pos):
     f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _S_iqqi.unpack_from(buf, pos)
     pos += 24
-    return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
+    return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID, 9223372036854775807), pos
 
 
 def _dec_FetchTopic_v5(buf, pos):
@@ -506,7 +507,7 @@ def _enc_FetchRequest_v7(w, o):
 def _dec_FetchPartition_v9(buf, pos):
     f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _S_iiqqi.unpack_from(buf, pos)
     pos += 28
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID, 9223372036854775807), pos
 
 
 def _dec_FetchTopic_v9(buf, pos):
@@ -634,7 +635,7 @@ def _dec_FetchPartition_v12(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID, 9223372036854775807), pos
 
 
 def _dec_FetchTopic_v12(buf, pos):
@@ -989,7 +990,7 @@ def _dec_FetchPartition_v17(buf, pos):
         if tag == 0:
             f_replica_directory_id, pos = read_uuid(buf, pos)
         pos = end
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id), pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, 9223372036854775807), pos
 
 
 def _dec_FetchTopic_v17(buf, pos):
@@ -1084,6 +1085,152 @@ def _enc_FetchRequest_v17(w, o):
     write_uvarint(out, len(a1) + 1)
     for x2 in a1:
         _enc_FetchTopic_v17(w, x2)
+        out = w.buf
+    a3 = o.forgotten_topics_data
+    if a3 is None:
+        a3 = []
+    write_uvarint(out, len(a3) + 1)
+    for x4 in a3:
+        _enc_ForgottenTopic_v13(w, x4)
+        out = w.buf
+    write_compact_string(out, (o.rack_id if o.rack_id is not None else ''))
+    tags = []
+    if o.cluster_id != None:
+        outer, w.buf = w.buf, bytearray()
+        out = w.buf
+        write_compact_string(out, o.cluster_id)
+        tags.append((0, w.buf))
+        w.buf = out = outer
+    if o.replica_state != _DEFAULT_ReplicaState:
+        outer, w.buf = w.buf, bytearray()
+        out = w.buf
+        _enc_ReplicaState_v15(w, o.replica_state)
+        out = w.buf
+        tags.append((1, w.buf))
+        w.buf = out = outer
+    write_uvarint(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
+def _dec_FetchPartition_v18(buf, pos):
+    f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(buf, pos)
+    pos += 32
+    f_replica_directory_id = ZERO_UUID
+    f_high_watermark = 9223372036854775807
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, size, pos = read_tag_header(buf, pos)
+        end = pos + size
+        if tag == 0:
+            f_replica_directory_id, pos = read_uuid(buf, pos)
+        elif tag == 1:
+            (f_high_watermark,) = I64.unpack_from(buf, pos)
+            pos += 8
+        pos = end
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, f_high_watermark), pos
+
+
+def _dec_FetchTopic_v18(buf, pos):
+    f_topic_id, pos = read_uuid(buf, pos)
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null partitions is not allowed')
+    else:
+        f_partitions = []
+        for _ in range(n1):
+            x2, pos = _dec_FetchPartition_v18(buf, pos)
+            f_partitions.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return FetchTopic('', f_topic_id, f_partitions), pos
+
+
+def _dec_FetchRequest_v18(buf, pos):
+    f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(buf, pos)
+    pos += 21
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null topics is not allowed')
+    else:
+        f_topics = []
+        for _ in range(n1):
+            x2, pos = _dec_FetchTopic_v18(buf, pos)
+            f_topics.append(x2)
+    n3, pos = read_compact_array_length(buf, pos)
+    if n3 < 0:
+        raise DecodeError('null forgotten_topics_data is not allowed')
+    else:
+        f_forgotten_topics_data = []
+        for _ in range(n3):
+            x4, pos = _dec_ForgottenTopic_v13(buf, pos)
+            f_forgotten_topics_data.append(x4)
+    f_rack_id, pos = read_compact_string(buf, pos)
+    if f_rack_id is None:
+        raise DecodeError('null rack_id is not allowed')
+    f_cluster_id = None
+    f_replica_state = ReplicaState()
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, size, pos = read_tag_header(buf, pos)
+        end = pos + size
+        if tag == 0:
+            f_cluster_id, pos = read_compact_string(buf, pos)
+        elif tag == 1:
+            f_replica_state, pos = _dec_ReplicaState_v15(buf, pos)
+        pos = end
+    return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
+
+
+def _enc_FetchPartition_v18(w, o):
+    out = w.buf
+    out += _S_iiqiqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    tags = []
+    if o.replica_directory_id != ZERO_UUID:
+        outer, w.buf = w.buf, bytearray()
+        out = w.buf
+        out += o.replica_directory_id
+        tags.append((0, w.buf))
+        w.buf = out = outer
+    if o.high_watermark != 9223372036854775807:
+        outer, w.buf = w.buf, bytearray()
+        out = w.buf
+        out += I64.pack(o.high_watermark)
+        tags.append((1, w.buf))
+        w.buf = out = outer
+    write_uvarint(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
+def _enc_FetchTopic_v18(w, o):
+    out = w.buf
+    out += o.topic_id
+    a1 = o.partitions
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_FetchPartition_v18(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+def _enc_FetchRequest_v18(w, o):
+    out = w.buf
+    out += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    a1 = o.topics
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_FetchTopic_v18(w, x2)
         out = w.buf
     a3 = o.forgotten_topics_data
     if a3 is None:
@@ -1847,7 +1994,7 @@ def _enc_FetchResponse_v16(w, o):
         out += data
 
 
-_DECODERS_FetchRequest = {0: _dec_FetchRequest_v0, 1: _dec_FetchRequest_v0, 2: _dec_FetchRequest_v0, 3: _dec_FetchRequest_v3, 4: _dec_FetchRequest_v4, 5: _dec_FetchRequest_v5, 6: _dec_FetchRequest_v5, 7: _dec_FetchRequest_v7, 8: _dec_FetchRequest_v7, 9: _dec_FetchRequest_v9, 10: _dec_FetchRequest_v9, 11: _dec_FetchRequest_v11, 12: _dec_FetchRequest_v12, 13: _dec_FetchRequest_v13, 14: _dec_FetchRequest_v13, 15: _dec_FetchRequest_v15, 16: _dec_FetchRequest_v15, 17: _dec_FetchRequest_v17}
-_ENCODERS_FetchRequest = {0: _enc_FetchRequest_v0, 1: _enc_FetchRequest_v0, 2: _enc_FetchRequest_v0, 3: _enc_FetchRequest_v3, 4: _enc_FetchRequest_v4, 5: _enc_FetchRequest_v5, 6: _enc_FetchRequest_v5, 7: _enc_FetchRequest_v7, 8: _enc_FetchRequest_v7, 9: _enc_FetchRequest_v9, 10: _enc_FetchRequest_v9, 11: _enc_FetchRequest_v11, 12: _enc_FetchRequest_v12, 13: _enc_FetchRequest_v13, 14: _enc_FetchRequest_v13, 15: _enc_FetchRequest_v15, 16: _enc_FetchRequest_v15, 17: _enc_FetchRequest_v17}
-_DECODERS_FetchResponse = {0: _dec_FetchResponse_v0, 1: _dec_FetchResponse_v1, 2: _dec_FetchResponse_v1, 3: _dec_FetchResponse_v1, 4: _dec_FetchResponse_v4, 5: _dec_FetchResponse_v5, 6: _dec_FetchResponse_v5, 7: _dec_FetchResponse_v7, 8: _dec_FetchResponse_v7, 9: _dec_FetchResponse_v7, 10: _dec_FetchResponse_v7, 11: _dec_FetchResponse_v11, 12: _dec_FetchResponse_v12, 13: _dec_FetchResponse_v13, 14: _dec_FetchResponse_v13, 15: _dec_FetchResponse_v13, 16: _dec_FetchResponse_v16, 17: _dec_FetchResponse_v16}
-_ENCODERS_FetchResponse = {0: _enc_FetchResponse_v0, 1: _enc_FetchResponse_v1, 2: _enc_FetchResponse_v1, 3: _enc_FetchResponse_v1, 4: _enc_FetchResponse_v4, 5: _enc_FetchResponse_v5, 6: _enc_FetchResponse_v5, 7: _enc_FetchResponse_v7, 8: _enc_FetchResponse_v7, 9: _enc_FetchResponse_v7, 10: _enc_FetchResponse_v7, 11: _enc_FetchResponse_v11, 12: _enc_FetchResponse_v12, 13: _enc_FetchResponse_v13, 14: _enc_FetchResponse_v13, 15: _enc_FetchResponse_v13, 16: _enc_FetchResponse_v16, 17: _enc_FetchResponse_v16}
+_DECODERS_FetchRequest = {0: _dec_FetchRequest_v0, 1: _dec_FetchRequest_v0, 2: _dec_FetchRequest_v0, 3: _dec_FetchRequest_v3, 4: _dec_FetchRequest_v4, 5: _dec_FetchRequest_v5, 6: _dec_FetchRequest_v5, 7: _dec_FetchRequest_v7, 8: _dec_FetchRequest_v7, 9: _dec_FetchRequest_v9, 10: _dec_FetchRequest_v9, 11: _dec_FetchRequest_v11, 12: _dec_FetchRequest_v12, 13: _dec_FetchRequest_v13, 14: _dec_FetchRequest_v13, 15: _dec_FetchRequest_v15, 16: _dec_FetchRequest_v15, 17: _dec_FetchRequest_v17, 18: _dec_FetchRequest_v18}
+_ENCODERS_FetchRequest = {0: _enc_FetchRequest_v0, 1: _enc_FetchRequest_v0, 2: _enc_FetchRequest_v0, 3: _enc_FetchRequest_v3, 4: _enc_FetchRequest_v4, 5: _enc_FetchRequest_v5, 6: _enc_FetchRequest_v5, 7: _enc_FetchRequest_v7, 8: _enc_FetchRequest_v7, 9: _enc_FetchRequest_v9, 10: _enc_FetchRequest_v9, 11: _enc_FetchRequest_v11, 12: _enc_FetchRequest_v12, 13: _enc_FetchRequest_v13, 14: _enc_FetchRequest_v13, 15: _enc_FetchRequest_v15, 16: _enc_FetchRequest_v15, 17: _enc_FetchRequest_v17, 18: _enc_FetchRequest_v18}
+_DECODERS_FetchResponse = {0: _dec_FetchResponse_v0, 1: _dec_FetchResponse_v1, 2: _dec_FetchResponse_v1, 3: _dec_FetchResponse_v1, 4: _dec_FetchResponse_v4, 5: _dec_FetchResponse_v5, 6: _dec_FetchResponse_v5, 7: _dec_FetchResponse_v7, 8: _dec_FetchResponse_v7, 9: _dec_FetchResponse_v7, 10: _dec_FetchResponse_v7, 11: _dec_FetchResponse_v11, 12: _dec_FetchResponse_v12, 13: _dec_FetchResponse_v13, 14: _dec_FetchResponse_v13, 15: _dec_FetchResponse_v13, 16: _dec_FetchResponse_v16, 17: _dec_FetchResponse_v16, 18: _dec_FetchResponse_v16}
+_ENCODERS_FetchResponse = {0: _enc_FetchResponse_v0, 1: _enc_FetchResponse_v1, 2: _enc_FetchResponse_v1, 3: _enc_FetchResponse_v1, 4: _enc_FetchResponse_v4, 5: _enc_FetchResponse_v5, 6: _enc_FetchResponse_v5, 7: _enc_FetchResponse_v7, 8: _enc_FetchResponse_v7, 9: _enc_FetchResponse_v7, 10: _enc_FetchResponse_v7, 11: _enc_FetchResponse_v11, 12: _enc_FetchResponse_v12, 13: _enc_FetchResponse_v13, 14: _enc_FetchResponse_v13, 15: _enc_FetchResponse_v13, 16: _enc_FetchResponse_v16, 17: _enc_FetchResponse_v16, 18: _enc_FetchResponse_v16}

@@ -16,7 +16,7 @@ _MISSING = object()
 
 API_KEY = 0
 NAME = 'Produce'
-VERSIONS = (0, 11)
+VERSIONS = (0, 13)
 FLEXIBLE_FROM = 9
 
 
@@ -34,12 +34,13 @@ class PartitionProduceData:
 
 
 class TopicProduceData:
-    __slots__ = ('name', 'partition_data')
-    def __init__(self, name=_MISSING, partition_data=_MISSING):
+    __slots__ = ('name', 'topic_id', 'partition_data')
+    def __init__(self, name=_MISSING, topic_id=_MISSING, partition_data=_MISSING):
         self.name = '' if name is _MISSING else name
+        self.topic_id = ZERO_UUID if topic_id is _MISSING else topic_id
         self.partition_data = [] if partition_data is _MISSING else partition_data
     def __eq__(self, other):
-        return type(other) is type(self) and self.name == other.name and self.partition_data == other.partition_data
+        return type(other) is type(self) and self.name == other.name and self.topic_id == other.topic_id and self.partition_data == other.partition_data
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -88,12 +89,13 @@ class PartitionProduceResponse:
 
 
 class TopicProduceResponse:
-    __slots__ = ('name', 'partition_responses')
-    def __init__(self, name=_MISSING, partition_responses=_MISSING):
+    __slots__ = ('name', 'topic_id', 'partition_responses')
+    def __init__(self, name=_MISSING, topic_id=_MISSING, partition_responses=_MISSING):
         self.name = '' if name is _MISSING else name
+        self.topic_id = ZERO_UUID if topic_id is _MISSING else topic_id
         self.partition_responses = [] if partition_responses is _MISSING else partition_responses
     def __eq__(self, other):
-        return type(other) is type(self) and self.name == other.name and self.partition_responses == other.partition_responses
+        return type(other) is type(self) and self.name == other.name and self.topic_id == other.topic_id and self.partition_responses == other.partition_responses
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -115,7 +117,7 @@ class NodeEndpoint:
 
 class ProduceRequest:
     __slots__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data')
-    VERSIONS = (0, 11)
+    VERSIONS = (0, 13)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -143,7 +145,7 @@ class ProduceRequest:
 
 class ProduceResponse:
     __slots__ = ('responses', 'throttle_time_ms', 'node_endpoints')
-    VERSIONS = (0, 11)
+    VERSIONS = (0, 13)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -195,7 +197,7 @@ def _dec_TopicProduceData_v0(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_PartitionProduceData_v0(buf, pos)
             f_partition_data.append(x2)
-    return TopicProduceData(f_name, f_partition_data), pos
+    return TopicProduceData(f_name, ZERO_UUID, f_partition_data), pos
 
 
 def _dec_ProduceRequest_v0(buf, pos):
@@ -298,7 +300,7 @@ def _dec_TopicProduceData_v9(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return TopicProduceData(f_name, f_partition_data), pos
+    return TopicProduceData(f_name, ZERO_UUID, f_partition_data), pos
 
 
 def _dec_ProduceRequest_v9(buf, pos):
@@ -355,6 +357,69 @@ def _enc_ProduceRequest_v9(w, o):
     out.append(0)
 
 
+def _dec_TopicProduceData_v13(buf, pos):
+    f_topic_id, pos = read_uuid(buf, pos)
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null partition_data is not allowed')
+    else:
+        f_partition_data = []
+        for _ in range(n1):
+            x2, pos = _dec_PartitionProduceData_v9(buf, pos)
+            f_partition_data.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return TopicProduceData('', f_topic_id, f_partition_data), pos
+
+
+def _dec_ProduceRequest_v13(buf, pos):
+    f_transactional_id, pos = read_compact_string(buf, pos)
+    f_acks, f_timeout_ms = _S_hi.unpack_from(buf, pos)
+    pos += 6
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null topic_data is not allowed')
+    else:
+        f_topic_data = []
+        for _ in range(n1):
+            x2, pos = _dec_TopicProduceData_v13(buf, pos)
+            f_topic_data.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
+
+
+def _enc_TopicProduceData_v13(w, o):
+    out = w.buf
+    out += o.topic_id
+    a1 = o.partition_data
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_PartitionProduceData_v9(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+def _enc_ProduceRequest_v13(w, o):
+    out = w.buf
+    write_compact_string(out, o.transactional_id)
+    out += _S_hi.pack(o.acks, o.timeout_ms)
+    a1 = o.topic_data
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_TopicProduceData_v13(w, x2)
+        out = w.buf
+    out.append(0)
+
+
 def _dec_PartitionProduceResponse_v0(buf, pos):
     f_index, f_error_code, f_base_offset = _S_ihq.unpack_from(buf, pos)
     pos += 14
@@ -373,7 +438,7 @@ def _dec_TopicProduceResponse_v0(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_PartitionProduceResponse_v0(buf, pos)
             f_partition_responses.append(x2)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
+    return TopicProduceResponse(f_name, ZERO_UUID, f_partition_responses), pos
 
 
 def _dec_ProduceResponse_v0(buf, pos):
@@ -460,7 +525,7 @@ def _dec_TopicProduceResponse_v2(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_PartitionProduceResponse_v2(buf, pos)
             f_partition_responses.append(x2)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
+    return TopicProduceResponse(f_name, ZERO_UUID, f_partition_responses), pos
 
 
 def _dec_ProduceResponse_v2(buf, pos):
@@ -524,7 +589,7 @@ def _dec_TopicProduceResponse_v5(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_PartitionProduceResponse_v5(buf, pos)
             f_partition_responses.append(x2)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
+    return TopicProduceResponse(f_name, ZERO_UUID, f_partition_responses), pos
 
 
 def _dec_ProduceResponse_v5(buf, pos):
@@ -604,7 +669,7 @@ def _dec_TopicProduceResponse_v8(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_PartitionProduceResponse_v8(buf, pos)
             f_partition_responses.append(x2)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
+    return TopicProduceResponse(f_name, ZERO_UUID, f_partition_responses), pos
 
 
 def _dec_ProduceResponse_v8(buf, pos):
@@ -710,7 +775,7 @@ def _dec_TopicProduceResponse_v9(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
+    return TopicProduceResponse(f_name, ZERO_UUID, f_partition_responses), pos
 
 
 def _dec_ProduceResponse_v9(buf, pos):
@@ -827,7 +892,7 @@ def _dec_TopicProduceResponse_v10(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
+    return TopicProduceResponse(f_name, ZERO_UUID, f_partition_responses), pos
 
 
 def _dec_NodeEndpoint_v10(buf, pos):
@@ -959,7 +1024,96 @@ def _enc_ProduceResponse_v10(w, o):
         out += data
 
 
-_DECODERS_ProduceRequest = {0: _dec_ProduceRequest_v0, 1: _dec_ProduceRequest_v0, 2: _dec_ProduceRequest_v0, 3: _dec_ProduceRequest_v3, 4: _dec_ProduceRequest_v3, 5: _dec_ProduceRequest_v3, 6: _dec_ProduceRequest_v3, 7: _dec_ProduceRequest_v3, 8: _dec_ProduceRequest_v3, 9: _dec_ProduceRequest_v9, 10: _dec_ProduceRequest_v9, 11: _dec_ProduceRequest_v9}
-_ENCODERS_ProduceRequest = {0: _enc_ProduceRequest_v0, 1: _enc_ProduceRequest_v0, 2: _enc_ProduceRequest_v0, 3: _enc_ProduceRequest_v3, 4: _enc_ProduceRequest_v3, 5: _enc_ProduceRequest_v3, 6: _enc_ProduceRequest_v3, 7: _enc_ProduceRequest_v3, 8: _enc_ProduceRequest_v3, 9: _enc_ProduceRequest_v9, 10: _enc_ProduceRequest_v9, 11: _enc_ProduceRequest_v9}
-_DECODERS_ProduceResponse = {0: _dec_ProduceResponse_v0, 1: _dec_ProduceResponse_v1, 2: _dec_ProduceResponse_v2, 3: _dec_ProduceResponse_v2, 4: _dec_ProduceResponse_v2, 5: _dec_ProduceResponse_v5, 6: _dec_ProduceResponse_v5, 7: _dec_ProduceResponse_v5, 8: _dec_ProduceResponse_v8, 9: _dec_ProduceResponse_v9, 10: _dec_ProduceResponse_v10, 11: _dec_ProduceResponse_v10}
-_ENCODERS_ProduceResponse = {0: _enc_ProduceResponse_v0, 1: _enc_ProduceResponse_v1, 2: _enc_ProduceResponse_v2, 3: _enc_ProduceResponse_v2, 4: _enc_ProduceResponse_v2, 5: _enc_ProduceResponse_v5, 6: _enc_ProduceResponse_v5, 7: _enc_ProduceResponse_v5, 8: _enc_ProduceResponse_v8, 9: _enc_ProduceResponse_v9, 10: _enc_ProduceResponse_v10, 11: _enc_ProduceResponse_v10}
+def _dec_TopicProduceResponse_v13(buf, pos):
+    f_topic_id, pos = read_uuid(buf, pos)
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null partition_responses is not allowed')
+    else:
+        f_partition_responses = []
+        for _ in range(n1):
+            x2, pos = _dec_PartitionProduceResponse_v10(buf, pos)
+            f_partition_responses.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return TopicProduceResponse('', f_topic_id, f_partition_responses), pos
+
+
+def _dec_ProduceResponse_v13(buf, pos):
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null responses is not allowed')
+    else:
+        f_responses = []
+        for _ in range(n1):
+            x2, pos = _dec_TopicProduceResponse_v13(buf, pos)
+            f_responses.append(x2)
+    (f_throttle_time_ms,) = I32.unpack_from(buf, pos)
+    pos += 4
+    f_node_endpoints = []
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, size, pos = read_tag_header(buf, pos)
+        end = pos + size
+        if tag == 0:
+            n3, pos = read_compact_array_length(buf, pos)
+            if n3 < 0:
+                raise DecodeError('null node_endpoints is not allowed')
+            else:
+                f_node_endpoints = []
+                for _ in range(n3):
+                    x4, pos = _dec_NodeEndpoint_v10(buf, pos)
+                    f_node_endpoints.append(x4)
+        pos = end
+    return ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints), pos
+
+
+def _enc_TopicProduceResponse_v13(w, o):
+    out = w.buf
+    out += o.topic_id
+    a1 = o.partition_responses
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_PartitionProduceResponse_v10(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+def _enc_ProduceResponse_v13(w, o):
+    out = w.buf
+    a1 = o.responses
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_TopicProduceResponse_v13(w, x2)
+        out = w.buf
+    out += I32.pack(o.throttle_time_ms)
+    tags = []
+    if o.node_endpoints != []:
+        outer, w.buf = w.buf, bytearray()
+        out = w.buf
+        a3 = o.node_endpoints
+        if a3 is None:
+            a3 = []
+        write_uvarint(out, len(a3) + 1)
+        for x4 in a3:
+            _enc_NodeEndpoint_v10(w, x4)
+            out = w.buf
+        tags.append((0, w.buf))
+        w.buf = out = outer
+    write_uvarint(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
+_DECODERS_ProduceRequest = {0: _dec_ProduceRequest_v0, 1: _dec_ProduceRequest_v0, 2: _dec_ProduceRequest_v0, 3: _dec_ProduceRequest_v3, 4: _dec_ProduceRequest_v3, 5: _dec_ProduceRequest_v3, 6: _dec_ProduceRequest_v3, 7: _dec_ProduceRequest_v3, 8: _dec_ProduceRequest_v3, 9: _dec_ProduceRequest_v9, 10: _dec_ProduceRequest_v9, 11: _dec_ProduceRequest_v9, 12: _dec_ProduceRequest_v9, 13: _dec_ProduceRequest_v13}
+_ENCODERS_ProduceRequest = {0: _enc_ProduceRequest_v0, 1: _enc_ProduceRequest_v0, 2: _enc_ProduceRequest_v0, 3: _enc_ProduceRequest_v3, 4: _enc_ProduceRequest_v3, 5: _enc_ProduceRequest_v3, 6: _enc_ProduceRequest_v3, 7: _enc_ProduceRequest_v3, 8: _enc_ProduceRequest_v3, 9: _enc_ProduceRequest_v9, 10: _enc_ProduceRequest_v9, 11: _enc_ProduceRequest_v9, 12: _enc_ProduceRequest_v9, 13: _enc_ProduceRequest_v13}
+_DECODERS_ProduceResponse = {0: _dec_ProduceResponse_v0, 1: _dec_ProduceResponse_v1, 2: _dec_ProduceResponse_v2, 3: _dec_ProduceResponse_v2, 4: _dec_ProduceResponse_v2, 5: _dec_ProduceResponse_v5, 6: _dec_ProduceResponse_v5, 7: _dec_ProduceResponse_v5, 8: _dec_ProduceResponse_v8, 9: _dec_ProduceResponse_v9, 10: _dec_ProduceResponse_v10, 11: _dec_ProduceResponse_v10, 12: _dec_ProduceResponse_v10, 13: _dec_ProduceResponse_v13}
+_ENCODERS_ProduceResponse = {0: _enc_ProduceResponse_v0, 1: _enc_ProduceResponse_v1, 2: _enc_ProduceResponse_v2, 3: _enc_ProduceResponse_v2, 4: _enc_ProduceResponse_v2, 5: _enc_ProduceResponse_v5, 6: _enc_ProduceResponse_v5, 7: _enc_ProduceResponse_v5, 8: _enc_ProduceResponse_v8, 9: _enc_ProduceResponse_v9, 10: _enc_ProduceResponse_v10, 11: _enc_ProduceResponse_v10, 12: _enc_ProduceResponse_v10, 13: _enc_ProduceResponse_v13}

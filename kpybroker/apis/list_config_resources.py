@@ -1,0 +1,54 @@
+"""ListConfigResources (key 74): the config resources the cluster knows, by type.
+
+Versions: 0 (Kafka's ListClientMetricsResources) lists client-metrics resources
+only; 1 takes resource types (none means every supported type), names each
+resource's type, and answers UNSUPPORTED_VERSION for a type it does not list.
+
+As in Kafka 4.1, the answer holds broker loggers, then brokers (by id), then
+topics (by name, internal ones included); groups and client metrics count only
+when they have configs. kpybroker has no broker-logger, group or client-metrics
+configs, so those types are accepted and list nothing (Kafka lists one broker
+logger per broker).
+"""
+
+from __future__ import annotations
+
+from kpybroker.apis.config_resources import ResourceType
+from kpybroker.apis.registry import RequestContext, api
+from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.messages import list_config_resources
+from kpybroker.protocol.messages.list_config_resources import (
+    ConfigResource,
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
+)
+
+SUPPORTED_TYPES = (
+    ResourceType.TOPIC,
+    ResourceType.BROKER,
+    ResourceType.BROKER_LOGGER,
+    ResourceType.CLIENT_METRICS,
+    ResourceType.GROUP,
+)
+
+
+@api(list_config_resources, 0, 1)
+async def handle_list_config_resources(
+    ctx: RequestContext, request: ListConfigResourcesRequest
+) -> ListConfigResourcesResponse:
+    if ctx.api_version == 0:
+        return ListConfigResourcesResponse()  # no client-metrics resources
+    wanted = set(request.resource_types or SUPPORTED_TYPES)
+    if not wanted <= set(SUPPORTED_TYPES):
+        return ListConfigResourcesResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+    found = []
+    if ResourceType.BROKER in wanted:
+        found += [
+            ConfigResource(str(broker_id), ResourceType.BROKER)
+            for broker_id in sorted(ctx.broker.live_broker_ids())
+        ]
+    if ResourceType.TOPIC in wanted:
+        found += [
+            ConfigResource(name, ResourceType.TOPIC) for name in sorted(ctx.broker.cluster.topics())
+        ]
+    return ListConfigResourcesResponse(config_resources=found)
