@@ -37,17 +37,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kpybroker.cluster import elections
+from kpybroker.cluster import elections, reassignments
 from kpybroker.cluster.settings import ReplicationSettings
 from kpybroker.metadata.cluster import (
+    Assignment,
     ChangeKind,
     ClusterMetadata,
     MetadataChange,
     PartitionMetadata,
     PartitionState,
+    PartitionStateConflictError,
 )
 from kpybroker.metadata.store import MetadataStoreError
 from kpybroker.protocol.errors import ErrorCode, KafkaError
@@ -161,6 +163,7 @@ class Controller:
             scope, self._pending = self._pending, set()
             try:
                 await self._apply(self._reconcile(scope))
+                await self._complete_reassignments(scope)
             except BaseException:
                 self._pending = None
                 raise
@@ -201,6 +204,11 @@ class Controller:
         writes = []
         for topic, pm in self._in_scope(scope):
             if pm.state is None:
+                if scope is not None:
+                    # A new topic's states are written by its creator and may not be
+                    # read yet; those it could not write (no live replica) wait for a
+                    # broker change, which brings a pass over everything.
+                    continue
                 state = elections.initial_state(pm.replicas, live, self.epoch)
                 why = "first live replica"
             else:
@@ -279,6 +287,109 @@ class Controller:
     def _current(self, topic: str, partition: int) -> PartitionMetadata | None:
         meta = self.cluster.topics().get(topic)
         return None if meta is None else meta.partitions.get(partition)
+
+    # -- reassignments -------------------------------------------------------------------
+
+    async def reassign(
+        self,
+        targets: Mapping[TopicPartition, Sequence[int] | None],
+        allow_replication_factor_change: bool = True,
+    ) -> dict[TopicPartition, KafkaError | None]:
+        """AlterPartitionReassignments: start moving partitions to their target replicas
+        (None: cancel the move); per partition, None or the error. The passes complete
+        the moves. NotControllerError unless this broker is the controller."""
+        if not self.active:
+            raise NotControllerError()
+        by_topic: dict[str, dict[int, Sequence[int] | None]] = {}
+        for (topic, partition), target in targets.items():
+            by_topic.setdefault(topic, {})[partition] = target
+        outcomes: dict[TopicPartition, KafkaError | None] = {}
+        for topic, wanted in by_topic.items():
+            for _ in range(ELECTION_ATTEMPTS):
+                try:
+                    outcomes |= await self._reassign_topic(
+                        topic, wanted, allow_replication_factor_change
+                    )
+                    break
+                except PartitionStateConflictError:
+                    await self.cluster.refresh_topic(topic)
+            else:
+                busy = KafkaError(ErrorCode.REQUEST_TIMED_OUT, "the topic kept changing")
+                outcomes |= {(topic, p): busy for p in wanted}
+        return outcomes
+
+    async def _reassign_topic(
+        self, topic: str, wanted: Mapping[int, Sequence[int] | None], allow_rf_change: bool
+    ) -> dict[TopicPartition, KafkaError | None]:
+        meta = self.cluster.topics().get(topic)
+        live = self.cluster.live_brokers().keys()
+        outcomes: dict[TopicPartition, KafkaError | None] = {}
+        changes: dict[int, Assignment] = {}
+        for partition, target in wanted.items():
+            pm = None if meta is None else meta.partitions.get(partition)
+            try:
+                if pm is None:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                assignment = reassignments.start(pm, target, live, allow_rf_change)
+                # Replicas dropped at once (a cancellation, a new target) first give up
+                # leadership and their ISR places, as Kafka changes both together.
+                if pm.state is not None and set(pm.replicas) - set(assignment.replicas):
+                    fitted = reassignments.fitted_state(
+                        pm.state, assignment.replicas, live, self.epoch
+                    )
+                    if fitted is not None:
+                        why = "reassignment cancelled or changed"
+                        write = Write(topic, partition, fitted, pm.state_version, why)
+                        if not await self._write(write):
+                            raise PartitionStateConflictError(topic, partition, pm.state_version)
+            except KafkaError as exc:
+                if isinstance(exc, PartitionStateConflictError):
+                    raise
+                outcomes[(topic, partition)] = exc
+                continue
+            changes[partition] = assignment
+            outcomes[(topic, partition)] = None
+        if changes:
+            await self.cluster.reassign(topic, changes)
+            for partition, assignment in changes.items():
+                log.info(
+                    "%s-%d: replicas %s (adding %s, removing %s)",
+                    topic,
+                    partition,
+                    list(assignment.replicas),
+                    list(assignment.adding),
+                    list(assignment.removing),
+                )
+        return outcomes
+
+    async def _complete_reassignments(self, scope: Scope) -> None:
+        """Finish the moves whose target replicas are all in sync: the removed replicas
+        leave the ISR and leadership, then the assignment becomes the target."""
+        done = [
+            (topic, pm)
+            for topic, pm in self._in_scope(scope)
+            if reassignments.ready_to_complete(pm)
+        ]
+        if done:
+            await asyncio.gather(*(self._complete(topic, pm) for topic, pm in done))
+
+    async def _complete(self, topic: str, pm: PartitionMetadata) -> None:
+        target = reassignments.target_replicas(pm)
+        assert pm.state is not None
+        live = self.cluster.live_brokers().keys()
+        try:
+            fitted = reassignments.fitted_state(pm.state, target, live, self.epoch)
+        except KafkaError:
+            return  # no target replica can lead yet: a later pass will see one
+        if fitted is not None:
+            write = Write(topic, pm.partition, fitted, pm.state_version, "reassignment")
+            if not await self._write(write):
+                return  # the winner's state brings another pass
+        try:
+            await self.cluster.reassign(topic, {pm.partition: Assignment(target)})
+        except PartitionStateConflictError:
+            return  # the topic changed meanwhile: its watch brings another pass
+        log.info("%s-%d: reassignment to %s complete", topic, pm.partition, list(target))
 
     # -- ElectLeaders ----------------------------------------------------------------------
 

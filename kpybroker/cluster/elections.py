@@ -39,8 +39,9 @@ def after_broker_changes(
     unclean: bool,
     controller_epoch: int,
 ) -> PartitionState | None:
-    """The state a partition needs after brokers died or came back."""
-    isr = tuple(b for b in state.isr if b in live)
+    """The state a partition needs after brokers died or came back (and without ISR
+    members that are no longer replicas, should any have slipped in)."""
+    isr = tuple(b for b in state.isr if b in live and b in replicas)
     if not isr and state.isr:
         isr = (state.leader,) if state.leader in state.isr else state.isr[-1:]
     leader = state.leader

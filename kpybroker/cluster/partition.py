@@ -251,6 +251,7 @@ class Partition:
         progress.on_fetch(fetch_offset, end, self.clock_ms())
         if (
             follower not in self.isr
+            and follower not in self.meta.removing  # a reassignment is taking it away
             and fetch_offset >= self.high_watermark
             and fetch_offset >= self.leader_epoch_start_offset
         ):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from kpybroker.cluster.isr import IsrWriter
@@ -94,13 +94,20 @@ class ReplicaManager:
         topic_id = meta.topic_id.bytes
         for index, pm in changed:
             if self.broker_id not in pm.replicas:
+                if (gone := self.partitions.get((name, index))) is not None:
+                    # Reassigned away: stop following and delete the replica, as
+                    # Kafka's StopReplica with deletePartition does.
+                    log.info("%s-%d: no longer assigned to this broker", name, index)
+                    self._drop(gone)
+                    self._logs.delete_partition(name, index)
                 continue
             if config is None:
                 config = self._config_for(name)
             partition = self.partitions.get((name, index))
             if partition is not None and partition.topic_id != topic_id:
                 log.warning("%s-%d was re-created under a new topic id", name, index)
-                self._drop(partition)
+                self._stop(partition)
+                self.topic_names.pop(partition.topic_id, None)  # the old id is gone for good
                 self._logs.delete_partition(name, index)
                 partition = None
             if partition is None:
@@ -127,14 +134,24 @@ class ReplicaManager:
                 partition.min_insync_replicas = value
 
     def remove_topic(self, topic: str) -> list[Partition]:
-        removed = [p for key, p in self.partitions.items() if key[0] == topic]
+        removed = list(self._of_topic(topic))
         for partition in removed:
-            self._drop(partition)
+            self._stop(partition)
+            self.topic_names.pop(partition.topic_id, None)
         return removed
 
+    def _of_topic(self, topic: str) -> Iterator[Partition]:
+        return (p for key, p in self.partitions.items() if key[0] == topic)
+
     def _drop(self, partition: Partition) -> None:
+        """Stop hosting one partition; its topic id stays known while another
+        partition of the topic is hosted."""
+        self._stop(partition)
+        if not any(p.topic_id == partition.topic_id for p in self._of_topic(partition.topic)):
+            self.topic_names.pop(partition.topic_id, None)
+
+    def _stop(self, partition: Partition) -> None:
         del self.partitions[(partition.topic, partition.index)]
-        self.topic_names.pop(partition.topic_id, None)
         if self._fetchers is not None:
             self._fetchers.unfollow(partition.topic, partition.index)
         partition.close()

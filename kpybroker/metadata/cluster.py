@@ -247,6 +247,14 @@ class PartitionMetadata:
     state: PartitionState | None = None
     state_version: int | None = None
     """The state znode's version, to pass to ``set_partition_state``; None while it is absent."""
+    adding: tuple[int, ...] = ()
+    """Replicas a reassignment in progress adds (they are in ``replicas`` already)."""
+    removing: tuple[int, ...] = ()
+    """Replicas a reassignment in progress removes (still in ``replicas`` until it ends)."""
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
 
     @property
     def leader(self) -> int:
@@ -303,9 +311,22 @@ ChangeListener = Callable[[MetadataChange], None]
 
 
 @dataclass(frozen=True, slots=True)
+class Assignment:
+    """One partition's replicas as the topic znode holds them, with a reassignment's
+    adding and removing replicas (Kafka's ``ReplicaAssignment``)."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class _TopicNode:
     topic_id: uuid.UUID
     replicas: Mapping[int, tuple[int, ...]]
+    adding: Mapping[int, tuple[int, ...]]
+    removing: Mapping[int, tuple[int, ...]]
+    version: int
 
 
 # -- znode payloads --------------------------------------------------------------
@@ -355,22 +376,42 @@ def _decode_broker(name: str, data: bytes, stat: NodeStat) -> BrokerRegistration
     return BrokerRegistration(int(name), endpoints, info.get("rack"), stat.czxid)
 
 
-def _encode_topic(topic_id: uuid.UUID, assignment: Mapping[int, Sequence[int]]) -> bytes:
+def _encode_topic(
+    topic_id: uuid.UUID,
+    assignment: Mapping[int, Sequence[int]],
+    adding: Mapping[int, Sequence[int]] | None = None,
+    removing: Mapping[int, Sequence[int]] | None = None,
+) -> bytes:
+    """Version 3 of Kafka's TopicZNode; a reassignment's adding and removing replicas are
+    listed for the partitions that have them."""
+
+    def listing(replicas: Mapping[int, Sequence[int]] | None) -> dict[str, list[int]]:
+        return {str(p): list(r) for p, r in sorted((replicas or {}).items()) if r}
+
     return _json(
         {
             "version": 3,
             "topic_id": uuid_to_str(topic_id),
-            "partitions": {str(p): list(replicas) for p, replicas in sorted(assignment.items())},
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "partitions": listing(assignment),
+            "adding_replicas": listing(adding),
+            "removing_replicas": listing(removing),
         }
     )
 
 
 def _decode_topic(name: str, data: bytes, stat: NodeStat) -> _TopicNode:
     info = json.loads(data)
-    replicas = {int(p): tuple(map(int, brokers)) for p, brokers in info["partitions"].items()}
-    return _TopicNode(uuid_from_str(info["topic_id"]), replicas)
+
+    def listing(key: str) -> dict[int, tuple[int, ...]]:
+        return {int(p): tuple(map(int, b)) for p, b in (info.get(key) or {}).items()}
+
+    return _TopicNode(
+        uuid_from_str(info["topic_id"]),
+        listing("partitions"),
+        listing("adding_replicas"),
+        listing("removing_replicas"),
+        stat.version,
+    )
 
 
 def _encode_state(state: PartitionState) -> bytes:
@@ -764,12 +805,33 @@ class ClusterMetadata:
         assignment = {**node.replicas, **new_partitions}
         _validate_assignment(assignment)
         try:
-            await self.store.set(path, _encode_topic(node.topic_id, assignment), stat.version)
+            data = _encode_topic(node.topic_id, assignment, node.adding, node.removing)
+            await self.store.set(path, data, stat.version)
         except (BadVersionError, NoNodeError) as exc:
             raise PartitionStateConflictError(name, min(new_partitions), stat.version) from exc
         await self._create_states(name, new_partitions)
         await self._topic_nodes.refresh(name)
         await self._refresher.request(self._load_partition_states, name, False)
+
+    async def reassign(self, name: str, changes: Mapping[int, Assignment]) -> None:
+        """Rewrite partitions' replicas (and their reassignment's adding and removing
+        replicas) in the topic znode, compare-and-set on the version this cache read:
+        ``PartitionStateConflictError`` when the znode changed meanwhile."""
+        node = self._topic_nodes.items.get(name)
+        if node is None:
+            raise UnknownTopicError(name)
+        replicas = dict(node.replicas)
+        adding, removing = dict(node.adding), dict(node.removing)
+        for partition, assignment in changes.items():
+            replicas[partition] = assignment.replicas
+            adding[partition] = assignment.adding
+            removing[partition] = assignment.removing
+        data = _encode_topic(node.topic_id, replicas, adding, removing)
+        try:
+            await self.store.set(topic_path(name), data, node.version)
+        except (BadVersionError, NoNodeError) as exc:
+            raise PartitionStateConflictError(name, min(changes), node.version) from exc
+        await self._topic_nodes.refresh(name)
 
     async def delete_topic(self, name: str) -> None:
         """Delete the topic's znodes (assignment, partition states, config)."""
@@ -815,6 +877,10 @@ class ClusterMetadata:
     async def refresh_partition_state(self, topic: str, partition: int) -> None:
         """Read a partition's state znode again (after a failed compare-and-set, say)."""
         await self._refresher.request(self._load_partition, topic, partition)
+
+    async def refresh_topic(self, topic: str) -> None:
+        """Read a topic znode (its assignment) again (after a failed compare-and-set)."""
+        await self._topic_nodes.refresh(topic)
 
     async def set_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:
         """Replace the topic's config overrides."""
@@ -955,7 +1021,7 @@ class ClusterMetadata:
             return
         state, version = self._states.get(name, {}).get(partition, (None, None))
         partitions = dict(view.partitions)
-        partitions[partition] = PartitionMetadata(partition, old.replicas, state, version)
+        partitions[partition] = dataclasses.replace(old, state=state, state_version=version)
         self._views[name] = dataclasses.replace(view, partitions=MappingProxyType(partitions))
 
     def _topic_view(self, name: str) -> TopicMetadata:
@@ -966,7 +1032,14 @@ class ClusterMetadata:
             partitions = {}
             for partition, replicas in node.replicas.items():
                 state, version = states.get(partition, (None, None))
-                partitions[partition] = PartitionMetadata(partition, replicas, state, version)
+                partitions[partition] = PartitionMetadata(
+                    partition,
+                    replicas,
+                    state,
+                    version,
+                    node.adding.get(partition, ()),
+                    node.removing.get(partition, ()),
+                )
             view = TopicMetadata(
                 name,
                 node.topic_id,

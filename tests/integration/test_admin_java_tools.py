@@ -1,7 +1,7 @@
 """Apache Kafka's own admin tools against the broker, with their output checked:
 kafka-topics (alter, describe), kafka-configs (describe --all, alter, delete, broker
-defaults), kafka-broker-api-versions, kafka-log-dirs, kafka-get-offsets and
-kafka-delete-records."""
+defaults), kafka-broker-api-versions, kafka-log-dirs, kafka-get-offsets,
+kafka-delete-records and kafka-reassign-partitions."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 API_VERSIONS_COMMAND = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 LOG_DIRS_COMMAND = "org.apache.kafka.tools.LogDirsCommand"
 DELETE_RECORDS_COMMAND = "org.apache.kafka.tools.DeleteRecordsCommand"
+REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
 
 def tool(java_tool: ToolRunner, broker: ManagedBroker, main: str, *args: str) -> ToolResult:
@@ -170,3 +171,33 @@ def test_delete_records(module_broker: ManagedBroker, java_tool: ToolRunner, tmp
     earliest = tool(java_tool, module_broker, GET_OFFSET_SHELL, "--topic", "jt-delete",
                     "--time", "-2").check()  # fmt: skip
     assert earliest.stdout.split() == ["jt-delete:0:7"]
+
+
+def test_reassign_partitions(module_broker: ManagedBroker, java_tool: ToolRunner, tmp_path) -> None:
+    """kafka-reassign-partitions --execute and --verify; with one broker the only target
+    is the partition's current replica, so the move completes at once."""
+    topic_with_records(module_broker, "jt-reassign", 1, 5)
+    plan = tmp_path / "reassignment.json"
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [
+            {"topic": "jt-reassign", "partition": 0, "replicas": [broker_id(module_broker)]}
+        ]})
+    )  # fmt: skip
+    started = tool(java_tool, module_broker, REASSIGN_COMMAND, "--execute",
+                   "--reassignment-json-file", str(plan)).check()  # fmt: skip
+    assert "Successfully started partition reassignment for jt-reassign-0" in started.stdout, (
+        started.describe()
+    )
+    verified = tool(java_tool, module_broker, REASSIGN_COMMAND, "--verify",
+                    "--reassignment-json-file", str(plan)).check()  # fmt: skip
+    assert "Reassignment of partition jt-reassign-0 is completed." in verified.stdout, (
+        verified.describe()
+    )
+
+
+def broker_id(broker: ManagedBroker) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=30)
+    [only] = metadata.brokers
+    return only

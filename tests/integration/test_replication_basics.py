@@ -1,19 +1,21 @@
 """A replicated cluster as operators see it: assignment, Kafka's tools, preferred leaders.
 
 Three brokers on a real ZooKeeper (see test_replication_support). Kafka's own
-``kafka-topics.sh`` and ``kafka-leader-election.sh`` (their Java classes) must
-tell the truth about replicas, the ISR and under-replicated partitions, and
-move leadership back to preferred replicas.
+``kafka-topics.sh``, ``kafka-leader-election.sh`` and ``kafka-reassign-partitions.sh``
+(their Java classes) must tell the truth about replicas, the ISR and
+under-replicated partitions, move leadership back to preferred replicas, and move
+partitions between brokers with their data.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from tests.helpers.process import REPO_ROOT, ToolRunner
@@ -29,6 +31,7 @@ pytestmark = pytest.mark.timeout(180)  # each test, on a loaded 2-core machine
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 LEADER_ELECTION_COMMAND = "org.apache.kafka.tools.LeaderElectionCommand"
+REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 UNDER_REPLICATED = ("--describe", "--under-replicated-partitions")
 
 
@@ -90,6 +93,46 @@ def test_kafka_leader_election_moves_leaders_back(
         "--all-topic-partitions",
     ).check()
     wait_for(lambda: preferred_leaders(cluster, "elected", 3), "preferred leaders")
+
+
+def test_kafka_reassign_partitions_moves_a_partition_and_its_data(
+    cluster: ReplicatedCluster, java_tool: ToolRunner, tmp_path: Path
+) -> None:
+    cluster.create_topic("moved", 1, 1)
+    source = cluster.state("moved", 0).leader
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": 1})  # RF 1 < min ISR
+    for i in range(100):
+        producer.produce("moved", b"%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    targets = [b for b in sorted(cluster.brokers) if b != source]
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {"version": 1, "partitions": [{"topic": "moved", "partition": 0, "replicas": targets}]}
+        )
+    )
+
+    def reassign(action: str) -> str:
+        args = ("--bootstrap-server", cluster.bootstrap, action, "--reassignment-json-file")
+        return java_tool(REASSIGN_COMMAND, *args, str(plan)).check().stdout
+
+    assert "Successfully started partition reassignment for moved-0" in reassign("--execute")
+    wait_for(lambda: "moved-0 is completed" in reassign("--verify"), "the move to complete")
+    assignment, _ = cluster.zk.get("/brokers/topics/moved")
+    assert json.loads(assignment)["partitions"] == {"0": targets}
+    state = cluster.state("moved", 0)
+    assert state.leader in targets and sorted(state.isr) == targets
+    wait_for(lambda: not (cluster.brokers[source].log_dir / "moved-0").exists(), "old log deleted")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "moved-check",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+    consumer.assign([TopicPartition("moved", 0, 0)])
+    values = []
+    while len(values) < 100:
+        message = consumer.poll(30)
+        assert message is not None and message.error() is None, message and message.error()
+        values.append(message.value())
+    consumer.close()
+    assert values == [b"%d" % i for i in range(100)]
 
 
 @pytest.mark.parametrize("cluster", [{"leader.imbalance.check.interval.seconds": 1}], indirect=True)

@@ -21,12 +21,20 @@ from kpybroker.cluster.broker_client import BrokerConnection
 from kpybroker.config import BrokerConfig
 from kpybroker.metadata.builtin import BuiltinEnsemble, BuiltinMetadataStore
 from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
 from kpybroker.protocol.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
 from kpybroker.protocol.messages.fetch import (
     FetchPartition,
     FetchRequest,
     FetchTopic,
     ReplicaState,
+)
+from kpybroker.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
 )
 from kpybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from kpybroker.protocol.messages.produce import (
@@ -72,6 +80,11 @@ class Cluster:
 
     def state(self, partition: int = 0) -> Any:
         return self.any().cluster.topics()[TOPIC].partitions[partition]
+
+    def state_of(self, topic: str, partition: int = 0, *, full: bool = False) -> Any:
+        """A partition's state as the first broker caches it (``full``: with its replicas)."""
+        pm = self.any().cluster.topics()[topic].partitions[partition]
+        return pm if full else pm.state
 
     async def call(self, broker: Broker, request: Any, version: int) -> Any:
         address = broker.live_brokers("PLAINTEXT")
@@ -291,3 +304,131 @@ async def test_a_broker_whose_session_expires_fences_itself(cluster: Cluster) ->
     await eventually(lambda: len(cluster.state().isr) == 3, timeout=10)
     _, part = await produce_to(cluster, leader_of(cluster), [b"after expiry"])
     assert part.error_code == 0
+
+
+# -- reassignments ------------------------------------------------------------------------
+
+
+def controller_of(cluster: Cluster) -> Broker:
+    return next(b for b in cluster.brokers.values() if b.controller.active)
+
+
+def reassign(topic: str, partition: int, replicas: list[int] | None, **kwargs: Any):
+    return AlterPartitionReassignmentsRequest(
+        topics=[
+            ReassignableTopic(name=topic, partitions=[ReassignablePartition(partition, replicas)])
+        ],
+        **kwargs,
+    )
+
+
+def reassignment_errors(response: Any) -> list[tuple[int, str | None]]:
+    return [(p.error_code, p.error_message) for t in response.responses for p in t.partitions]
+
+
+def ongoing(response: Any) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
+    return {
+        (t.name, p.partition_index): (p.replicas, p.adding_replicas, p.removing_replicas)
+        for t in response.topics
+        for p in t.partitions
+    }
+
+
+@scenario
+async def test_a_reassignment_moves_a_partition_with_its_data(cluster: Cluster) -> None:
+    first = cluster.any()
+    await first.topics.create(
+        "moving", num_partitions=-1, replication_factor=-1, assignments={0: [0]}
+    )
+    await eventually(lambda: first.replicas.get("moving", 0) is not None)
+    request = ProduceRequest(
+        acks=1,  # one replica, under min.insync.replicas=2
+        timeout_ms=5000,
+        topic_data=[
+            TopicProduceData(
+                name="moving",
+                partition_data=[
+                    PartitionProduceData(0, build_batch([NewRecord(None, b"v", (), 1)] * 5))
+                ],
+            )
+        ],
+    )
+    produced = await cluster.call(cluster.brokers[0], request, 11)
+    assert produced.responses[0].partition_responses[0].error_code == 0
+    controller = controller_of(cluster)
+    response = await cluster.call(controller, reassign("moving", 0, [2, 1]), 1)
+    assert (response.error_code, reassignment_errors(response)) == (0, [(0, None)])
+
+    def moved() -> bool:
+        pm = cluster.any().cluster.topics()["moving"].partitions[0]
+        return pm.replicas == (2, 1) and not pm.reassigning and set(pm.isr) == {1, 2}
+
+    await eventually(moved)
+    await eventually(lambda: cluster.brokers[0].replicas.get("moving", 0) is None)
+    assert cluster.brokers[0].logs.get("moving", 0) is None  # the old replica is deleted
+    pm = cluster.any().cluster.topics()["moving"].partitions[0]
+    assert pm.leader in (1, 2) and pm.leader_epoch == 1  # leadership left broker 0
+    new_logs = [cluster.brokers[b].replicas.get("moving", 0).log for b in (1, 2)]
+    assert [plog.log_end_offset for plog in new_logs] == [5, 5]
+    listed = await cluster.call(cluster.any(), ListPartitionReassignmentsRequest(), 0)
+    assert ongoing(listed) == {}
+
+
+@scenario
+async def test_a_reassignment_waits_for_its_replicas_and_can_be_cancelled(
+    cluster: Cluster,
+) -> None:
+    first = cluster.any()
+    await first.topics.create(
+        "parked", num_partitions=-1, replication_factor=-1, assignments={0: [0, 1]}
+    )
+    await eventually(lambda: cluster.state_of("parked").leader == 0)
+    # Broker 2 takes the new replica but never fetches: the move cannot complete.
+    cluster.brokers[2].replicas._fetchers.follow = lambda partition: None
+    controller = controller_of(cluster)
+    response = await cluster.call(controller, reassign("parked", 0, [0, 2]), 0)
+    assert reassignment_errors(response) == [(0, None)]
+    await eventually(lambda: cluster.state_of("parked", full=True).reassigning)
+    listed = await cluster.call(cluster.any(), ListPartitionReassignmentsRequest(), 0)
+    assert ongoing(listed) == {("parked", 0): ([0, 2, 1], [2], [1])}
+
+    response = await cluster.call(controller, reassign("parked", 0, None), 0)
+    assert reassignment_errors(response) == [(0, None)]
+    await eventually(lambda: not cluster.state_of("parked", full=True).reassigning)
+    assert cluster.state_of("parked", full=True).replicas == (0, 1)
+    await eventually(lambda: cluster.brokers[2].logs.get("parked", 0) is None)
+    again = await cluster.call(controller, reassign("parked", 0, None), 0)
+    assert [code for code, _ in reassignment_errors(again)] == [
+        ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    ]
+
+
+@scenario
+async def test_reassignment_errors(cluster: Cluster) -> None:
+    controller = controller_of(cluster)
+    other = next(b for b in cluster.brokers.values() if b is not controller)
+    refused = await cluster.call(other, reassign(TOPIC, 0, [0, 1, 2]), 0)
+    assert refused.error_code == ErrorCode.NOT_CONTROLLER
+
+    async def errors(request: Any) -> list[tuple[int, str | None]]:
+        return reassignment_errors(await cluster.call(controller, request, 1))
+
+    assert await errors(reassign(TOPIC, 0, [0, 7])) == [
+        (
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes broker 7, but no such broker is registered.",
+        )
+    ]
+    assert [c for c, _ in await errors(reassign(TOPIC, 0, [1, 1]))] == [
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    ]
+    assert [c for c, _ in await errors(reassign(TOPIC, 0, []))] == [
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    ]
+    assert [c for c, _ in await errors(reassign(TOPIC, 9, [0]))] == [
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    ]
+    no_rf_change = reassign(TOPIC, 0, [0, 1], allow_replication_factor_change=False)
+    assert [c for c, _ in await errors(no_rf_change)] == [ErrorCode.INVALID_REPLICATION_FACTOR]
+    same = await errors(reassign(TOPIC, 0, list(cluster.state().replicas)))
+    assert same == [(0, None)]  # already there: nothing to move

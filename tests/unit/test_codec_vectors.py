@@ -63,6 +63,9 @@ APIS = [
     ("create_acls", "CreateAcls"),
     ("describe_acls", "DescribeAcls"),
     ("delete_acls", "DeleteAcls"),
+    ("list_config_resources", "ListConfigResources"),
+    ("alter_partition_reassignments", "AlterPartitionReassignments"),
+    ("list_partition_reassignments", "ListPartitionReassignments"),
     ("sasl_handshake", "SaslHandshake"),
     ("sasl_authenticate", "SaslAuthenticate"),
 ]

@@ -33,6 +33,8 @@ from kpybroker.protocol.messages import create_partitions
 from kpybroker.protocol.messages import delete_groups
 from kpybroker.protocol.messages import elect_leaders
 from kpybroker.protocol.messages import incremental_alter_configs
+from kpybroker.protocol.messages import alter_partition_reassignments
+from kpybroker.protocol.messages import list_partition_reassignments
 from kpybroker.protocol.messages import offset_delete
 from kpybroker.protocol.messages import describe_cluster
 from kpybroker.protocol.messages import describe_producers
@@ -71,6 +73,8 @@ SCHEMAS = {
     42: delete_groups,
     43: elect_leaders,
     44: incremental_alter_configs,
+    45: alter_partition_reassignments,
+    46: list_partition_reassignments,
     47: offset_delete,
     60: describe_cluster,
     61: describe_producers,
