@@ -312,7 +312,12 @@ class Controller:
                     )
                     break
                 except PartitionStateConflictError:
+                    if not self.active:
+                        raise NotControllerError() from None
                     await self.cluster.refresh_topic(topic)
+                    await asyncio.gather(
+                        *(self.cluster.refresh_partition_state(topic, p) for p in wanted)
+                    )
             else:
                 busy = KafkaError(ErrorCode.REQUEST_TIMED_OUT, "the topic kept changing")
                 outcomes |= {(topic, p): busy for p in wanted}
