@@ -31,11 +31,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from kpybroker.protocol.messages.metadata import MetadataRequest
 from kpybroker.protocol.records import iter_batches, iter_records
 from tests.helpers.brokers import KpyBroker
 from tests.helpers.history import history_check
 from tests.helpers.tcp_proxy import TcpProxy
 from tests.helpers.zookeeper import ZooKeeperServer
+from tests.integration.test_groups_support import Wire
 
 #: Timeouts short enough for a failure to be noticed in a few seconds.
 FAST_FAILOVER = {
@@ -108,7 +110,17 @@ class ReplicatedCluster:
         for broker in self.brokers.values():
             broker.start()
         self.zk.start(10)
+        # A registration reaches the other brokers through a watch, a moment after the
+        # broker starts: until then a topic with replication factor 3 would be refused.
+        wait_for(self._all_see_each_other, "every broker to see every registration")
         return self
+
+    def _all_see_each_other(self) -> bool:
+        for broker in self.brokers.values():
+            with Wire(broker.bootstrap) as wire:
+                if len(wire.call(MetadataRequest(topics=[]), 12).brokers) < len(self.brokers):
+                    return False
+        return True
 
     def close(self) -> list[str]:
         """Stop everything; complaints about brokers that did not stop cleanly."""
