@@ -32,6 +32,7 @@ import asyncio
 from kpybroker.apis.leadership import HINTED_ERRORS, leader_endpoints
 from kpybroker.apis.registry import RequestContext, api
 from kpybroker.cluster.partition import Partition
+from kpybroker.log.config import LONG_MAX
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import fetch
 from kpybroker.protocol.messages.fetch import (
@@ -50,7 +51,7 @@ REPLICA_STATE_FROM = 15
 NODE_ENDPOINTS_FROM = 16
 READ_COMMITTED = 1
 #: A v18 fetch's high watermark when the follower does not report one (KIP-1166).
-UNKNOWN_HIGH_WATERMARK = 2**63 - 1
+UNKNOWN_HIGH_WATERMARK = LONG_MAX
 
 
 def session_error(request: FetchRequest) -> ErrorCode:

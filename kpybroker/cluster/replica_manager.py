@@ -129,9 +129,8 @@ class ReplicaManager:
             self._fetchers.follow(partition)
 
     def apply_min_insync_replicas(self, topic: str, value: int) -> None:
-        for partition in self.partitions.values():
-            if partition.topic == topic:
-                partition.min_insync_replicas = value
+        for partition in self._of_topic(topic):
+            partition.min_insync_replicas = value
 
     def remove_topic(self, topic: str) -> list[Partition]:
         removed = list(self._of_topic(topic))

@@ -26,6 +26,11 @@ def test_a_dead_follower_leaves_the_isr_without_a_new_epoch() -> None:
     assert new == PartitionState(1, 4, (1, 3), EPOCH)
 
 
+def test_an_isr_member_that_is_no_longer_a_replica_leaves_the_isr() -> None:
+    new = elections.after_broker_changes(REPLICAS, state(1, 4, (1, 2, 9)), {1, 2, 9}, False, EPOCH)
+    assert new == PartitionState(1, 4, (1, 2), EPOCH)
+
+
 def test_a_dead_leader_is_replaced_by_the_first_live_in_sync_replica() -> None:
     new = elections.after_broker_changes(REPLICAS, state(1, 4, (1, 3, 2)), {2, 3}, False, EPOCH)
     assert new == PartitionState(2, 5, (3, 2), EPOCH)  # assignment order picks 2

@@ -375,6 +375,32 @@ async def test_a_reassignment_moves_a_partition_with_its_data(cluster: Cluster) 
 
 
 @scenario
+async def test_moving_one_partition_away_keeps_the_others_reachable_by_topic_id(
+    cluster: Cluster,
+) -> None:
+    first = cluster.any()
+    await first.topics.create(
+        "split", num_partitions=-1, replication_factor=-1, assignments={0: [0], 1: [0]}
+    )
+    await eventually(lambda: cluster.brokers[0].replicas.get("split", 1) is not None)
+    response = await cluster.call(controller_of(cluster), reassign("split", 1, [1]), 0)
+    assert reassignment_errors(response) == [(0, None)]
+    await eventually(lambda: cluster.brokers[0].replicas.get("split", 1) is None)
+    topic_id = first.topics.get("split").topic_id
+    fetch = FetchRequest(
+        max_wait_ms=0,
+        topics=[
+            FetchTopic(
+                topic_id=topic_id,
+                partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)],
+            )
+        ],
+    )
+    answer = await cluster.call(cluster.brokers[0], fetch, 13)
+    assert answer.responses[0].partitions[0].error_code == ErrorCode.NONE
+
+
+@scenario
 async def test_a_reassignment_waits_for_its_replicas_and_can_be_cancelled(
     cluster: Cluster,
 ) -> None:
