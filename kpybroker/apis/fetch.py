@@ -4,13 +4,15 @@ Versions: 4 adds isolation level and aborted transactions (Kafka 4's floor);
 5 the log start offset; 7 fetch sessions (KIP-227); 9 the current leader
 epoch check; 11 rack-aware preferred replica; 12 is flexible with diverging
 epochs; 13 names topics by ID; 15 moves replica_id into replica_state; 16
-adds node endpoints; 17 a replica directory ID; 18 lets a follower tell the
-high watermark it knows (KIP-1166), and its fetch then returns as soon as the
-leader's is higher, so that followers learn a new high watermark at once.
+adds the current leader and node endpoints (KIP-951); 17 a replica directory
+ID; 18 lets a follower tell the high watermark it knows (KIP-1166), and its
+fetch then returns as soon as the leader's is higher, so that followers
+learn a new high watermark at once.
 
-This broker never opens fetch sessions: it answers every fetch in full with
-session ID 0, which every client accepts (KIP-227 lets a broker refuse). A
-fetch naming a session ID therefore refers to a session that does not exist.
+This broker never opens fetch sessions: it answers every full fetch (epoch
+-1 or 0, whatever session it names) with session ID 0, which every client
+accepts (KIP-227 lets a broker refuse). An incremental fetch (any other
+epoch) therefore names a session that does not exist.
 
 Records are never decoded: the log returns file ranges of whole batches,
 which the connection sends with sendfile. When there is less than
@@ -21,13 +23,17 @@ watermark to move, a follower's for an append.
 Only the leader serves fetches. Followers fetch too, with their broker id as
 ``replica_id``: they read up to the log end, and their fetch offsets are how
 the leader tracks them (``kpybroker.cluster``). A fetch sent to a broker that
-does not lead gets NOT_LEADER_OR_FOLLOWER with the current leader (v12+) and
-its endpoint (v16+).
+does not lead gets NOT_LEADER_OR_FOLLOWER, from v16 with the current leader
+and, for a consumer, its endpoint.
+
+Every partition of the answer has records, empty where there is nothing to
+send or the partition failed: never null.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import NamedTuple
 
 from kpybroker.apis.leadership import HINTED_ERRORS, leader_endpoints
 from kpybroker.apis.registry import RequestContext, api
@@ -40,26 +46,29 @@ from kpybroker.protocol.messages.fetch import (
     FetchPartition,
     FetchRequest,
     FetchResponse,
+    FetchTopic,
     LeaderIdAndEpoch,
     NodeEndpoint,
     PartitionData,
 )
 
 TOPIC_IDS_FROM = 13
-CURRENT_LEADER_FROM = 12
 REPLICA_STATE_FROM = 15
-NODE_ENDPOINTS_FROM = 16
+#: The current leader and its endpoint on NOT_LEADER_OR_FOLLOWER (KIP-951).
+LEADER_DISCOVERY_FROM = 16
 READ_COMMITTED = 1
+#: Session epochs of a full fetch: sessionless (-1) or asking for a new session (0).
+FULL_FETCH_EPOCHS = (-1, 0)
 #: A v18 fetch's high watermark when the follower does not report one (KIP-1166).
 UNKNOWN_HIGH_WATERMARK = LONG_MAX
 
 
 def session_error(request: FetchRequest) -> ErrorCode:
-    if request.session_id != 0:
-        return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-    if request.session_epoch not in (-1, 0):
-        return ErrorCode.INVALID_FETCH_SESSION_EPOCH
-    return ErrorCode.NONE
+    """A full fetch is answered whatever session it names (a new one is never opened);
+    an incremental one names a session this broker cannot have."""
+    if request.session_epoch in FULL_FETCH_EPOCHS:
+        return ErrorCode.NONE
+    return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
 def replica_id_of(request: FetchRequest, api_version: int) -> int:
@@ -69,8 +78,39 @@ def replica_id_of(request: FetchRequest, api_version: int) -> int:
     return request.replica_id
 
 
+class Wanted(NamedTuple):
+    """One requested partition, its topic resolved once, when the request arrives."""
+
+    topic: FetchTopic
+    name: str | None  # None: an unknown topic id
+    fetch: FetchPartition
+
+
+def erroneous_answer(index: int, code: ErrorCode) -> PartitionData:
+    """A partition Kafka refuses before reading (``FetchResponse.partitionResponse``):
+    every offset unknown, an empty list of aborted transactions, empty records
+    (never null: librdkafka cannot parse a null record set and retries forever).
+    A partition that fails to read has null aborted transactions instead."""
+    return PartitionData(
+        partition_index=index,
+        error_code=code,
+        high_watermark=-1,
+        last_stable_offset=-1,
+        log_start_offset=-1,
+        aborted_transactions=[],
+        records=b"",
+    )
+
+
 class FetchPlan:
     """One pass over the requested partitions; rerun after each wake-up.
+
+    The partitions are sorted out once, as Kafka's ``handleFetchRequest``
+    does: an unknown topic id (UNKNOWN_TOPIC_ID) or a partition the cluster
+    does not have (UNKNOWN_TOPIC_OR_PARTITION) is refused then and answered
+    after the partitions that are read, in request order. A partition that
+    goes away while the fetch waits is answered UNKNOWN_TOPIC_OR_PARTITION,
+    also when it was named by id, as Kafka's delayed fetch does.
 
     A follower's fetch (``replica_id`` >= 0) reads up to the log end rather
     than the high watermark, and its fetch offset, which is its own log end,
@@ -81,18 +121,16 @@ class FetchPlan:
     def __init__(self, ctx: RequestContext, request: FetchRequest) -> None:
         self.ctx = ctx
         self.request = request
-        self.by_id = ctx.api_version >= TOPIC_IDS_FROM
         self.replica_id = replica_id_of(request, ctx.api_version)
         self.partitions: list[Partition] = []  # resolved partitions, for waiting on appends
         self.hinted_leaders: set[int] = set()
         self.bytes = 0
         self.errors = False
         self.passes = 0
+        self.wanted, self.refused = self._sort_out()
         # A follower that told the high watermark it knows (v18) also waits for it to move.
         self.reports_hwm = self.from_follower and any(
-            fp.high_watermark != UNKNOWN_HIGH_WATERMARK
-            for topic in request.topics
-            for fp in topic.partitions
+            w.fetch.high_watermark != UNKNOWN_HIGH_WATERMARK for w in self.wanted
         )
         self.hwm_news = False  # a reporting follower is behind on some high watermark
 
@@ -100,67 +138,98 @@ class FetchPlan:
     def from_follower(self) -> bool:
         return self.replica_id >= 0
 
-    def run(self) -> list[FetchableTopicResponse]:
+    def _sort_out(self) -> tuple[list[Wanted], list[tuple[Wanted, PartitionData]]]:
         replicas = self.ctx.broker.replicas
+        by_id = self.ctx.api_version >= TOPIC_IDS_FROM
+        # Kafka keys the request's partitions in a map: a partition named twice is read once.
+        unique: dict[tuple[bytes, str, int], Wanted] = {}
+        for topic in self.request.topics:
+            name = replicas.topic_name(topic.topic_id) if by_id else topic.topic
+            for fp in topic.partitions:
+                unique[(topic.topic_id, topic.topic, fp.partition)] = Wanted(topic, name, fp)
+        wanted, refused = [], []
+        for want in unique.values():
+            index = want.fetch.partition
+            if want.name is None:
+                refused.append((want, erroneous_answer(index, ErrorCode.UNKNOWN_TOPIC_ID)))
+            elif not replicas.knows(want.name, index):
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                refused.append((want, erroneous_answer(index, code)))
+            else:
+                wanted.append(want)
+        return wanted, refused
+
+    def run(self) -> list[FetchableTopicResponse]:
         remaining = self.request.max_bytes
         min_one = True
         self.bytes = 0
-        self.errors = False
+        self.errors = False  # a partition that failed to read: answer at once, as Kafka
         self.hwm_news = False
         self.partitions = []
-        responses = []
-        for topic in self.request.topics:
-            name = replicas.topic_name(topic.topic_id) if self.by_id else topic.topic
-            result = FetchableTopicResponse(topic=topic.topic, topic_id=topic.topic_id)
-            for fp in topic.partitions:
-                pd = PartitionData(partition_index=fp.partition, high_watermark=-1)
-                result.partitions.append(pd)
-                try:
-                    if name is None:
-                        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
-                    partition = replicas.partition_for(name, fp.partition, fp.current_leader_epoch)
-                    self.partitions.append(partition)
-                    limit = min(fp.partition_max_bytes, remaining)
-                    records = self.read(partition, fp, limit, min_one)
-                except KafkaError as exc:
-                    self.fail(pd, name, exc)
-                    continue
-                pd.high_watermark = partition.high_watermark
-                if self.reports_hwm and fp.high_watermark < partition.high_watermark:
-                    self.hwm_news = True
-                pd.last_stable_offset = partition.high_watermark
-                pd.log_start_offset = partition.log.log_start_offset
-                if self.request.isolation_level == READ_COMMITTED:
-                    pd.aborted_transactions = []
-                else:
-                    pd.aborted_transactions = None
-                if records is not None and len(records):
-                    pd.records = records
-                    self.bytes += len(records)
-                    remaining = max(0, remaining - len(records))
-                    min_one = False
-                else:
-                    pd.records = b""
-            responses.append(result)
+        answers: list[tuple[Wanted, PartitionData]] = []
+        for want in self.wanted:
+            pd = self.read(want, min(want.fetch.partition_max_bytes, remaining), min_one)
+            answers.append((want, pd))
+            if pd.records:
+                self.bytes += len(pd.records)
+                remaining = max(0, remaining - len(pd.records))
+                min_one = False
         self.passes += 1
-        return responses
+        return grouped(answers + self.refused)
 
-    def read(self, partition: Partition, fp: FetchPartition, limit: int, min_one: bool):
-        follower = self.from_follower
-        records = partition.read_records(fp.fetch_offset, limit, min_one, for_follower=follower)
-        if follower and not self.passes:
-            partition.update_follower(self.replica_id, fp.fetch_offset)
-        return records
+    def read(self, want: Wanted, limit: int, min_one: bool) -> PartitionData:
+        fp = want.fetch
+        try:
+            partition = self.ctx.broker.replicas.partition_for(
+                want.name, fp.partition, fp.current_leader_epoch
+            )
+            self.partitions.append(partition)
+            records = partition.read_records(
+                fp.fetch_offset, limit, min_one, for_follower=self.from_follower
+            )
+            if self.from_follower and not self.passes:
+                partition.update_follower(self.replica_id, fp.fetch_offset)
+        except KafkaError as exc:
+            return self.fail(want, exc)
+        hwm = partition.high_watermark
+        if self.reports_hwm and fp.high_watermark < hwm:
+            self.hwm_news = True
+        committed = self.request.isolation_level == READ_COMMITTED
+        return PartitionData(
+            partition_index=fp.partition,
+            high_watermark=hwm,
+            last_stable_offset=hwm,
+            log_start_offset=partition.log.log_start_offset,
+            aborted_transactions=[] if committed else None,
+            records=records if records is not None and len(records) else b"",
+        )
 
-    def fail(self, pd: PartitionData, name: str | None, exc: KafkaError) -> None:
-        # Kafka reports -1 for every offset of a partition it could not read.
-        pd.error_code = exc.code
-        pd.last_stable_offset = pd.log_start_offset = -1
+    def fail(self, want: Wanted, exc: KafkaError) -> PartitionData:
         self.errors = True
-        if exc.code in HINTED_ERRORS and self.ctx.api_version >= CURRENT_LEADER_FROM:
-            hint = self.ctx.broker.replicas.leader_hint(name, pd.partition_index)
+        pd = erroneous_answer(want.fetch.partition, exc.code)
+        pd.aborted_transactions = None
+        if exc.code in HINTED_ERRORS and self.ctx.api_version >= LEADER_DISCOVERY_FROM:
+            hint = self.ctx.broker.replicas.leader_hint(want.name, want.fetch.partition)
             pd.current_leader = LeaderIdAndEpoch(hint.leader_id, hint.leader_epoch)
-            self.hinted_leaders.add(hint.leader_id)
+            if not self.from_follower:  # Kafka tells only consumers where the leader is
+                self.hinted_leaders.add(hint.leader_id)
+        return pd
+
+
+def grouped(answers: list[tuple[Wanted, PartitionData]]) -> list[FetchableTopicResponse]:
+    """One topic entry per run of answers of the same topic, keeping their order
+    (Kafka's ``FetchResponse.toMessage``)."""
+    responses: list[FetchableTopicResponse] = []
+    last: tuple[bytes, str] | None = None
+    for want, pd in answers:
+        key = (want.topic.topic_id, want.topic.topic)
+        if key != last:
+            responses.append(
+                FetchableTopicResponse(topic=want.topic.topic, topic_id=want.topic.topic_id)
+            )
+            last = key
+        responses[-1].partitions.append(pd)
+    return responses
 
 
 @api(fetch, 4, 18)
@@ -186,7 +255,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             break
         responses = plan.run()
     response = FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
-    if plan.hinted_leaders and ctx.api_version >= NODE_ENDPOINTS_FROM:
+    if plan.hinted_leaders:
         response.node_endpoints = [
             NodeEndpoint(a.broker_id, a.host, a.port, a.rack)
             for a in leader_endpoints(ctx, plan.hinted_leaders)

@@ -193,6 +193,14 @@ class ReplicaManager:
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
+    def knows(self, topic: str, index: int) -> bool:
+        """Whether the partition exists in the cluster (Kafka's ``metadataCache.contains``),
+        hosted here or not."""
+        if (topic, index) in self.partitions:
+            return True
+        meta = self._cluster.topics().get(topic) if self._cluster else None
+        return meta is not None and index in meta.partitions
+
     def partition_for(
         self, topic: str, index: int, current_leader_epoch: int = -1, *, require_leader: bool = True
     ) -> Partition:

@@ -24,12 +24,15 @@ from compat.wire import ConnectionClosed, KafkaConnection
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import (
     create_topics,
+    delete_topics,
     describe_configs,
     list_offsets,
     metadata,
     produce,
 )
 from kpybroker.protocol.records import NewRecord, build_batch
+
+from . import whole
 
 #: Marks a path one broker reported and the other did not.
 ABSENT = "<absent>"
@@ -133,6 +136,45 @@ class Probe:
         """Send a request and decode the response (a closed connection raises)."""
         return self.conn.request(request, version)
 
+    def answer(
+        self,
+        label: str,
+        request: Any,
+        version: int,
+        *,
+        varies: Iterable[str] = (),
+        unordered: Iterable[str] = (),
+    ) -> Any:
+        """Send ``request`` and observe its whole response under ``label`` (``whole.py``).
+
+        Every field of ``version`` is an observation; ``varies`` names (fnmatch,
+        below the label) the fields that may differ in this step, and why is
+        said where the scenario names them; ``unordered`` the arrays whose
+        order Kafka does not keep. A closed connection is observed
+        as ``"closed"``. Returns the decoded response, or None when closed.
+        """
+        response = self.call_or_closed(request, version)
+        if isinstance(response, str):
+            self.see(label, response)
+            return None
+        self.see_whole(label, request, version, response, varies, unordered)
+        return response
+
+    def see_whole(
+        self,
+        label: str,
+        request: Any,
+        version: int,
+        response: Any,
+        varies: Iterable[str] = (),
+        unordered: Iterable[str] = (),
+    ) -> None:
+        """Observe every field of a response already received (see :meth:`answer`)."""
+        where = whole.Where(self.host, self.port)
+        flat = whole.flatten(response, request, version, where, varies, unordered)
+        for path, value in flat.items():
+            self.see(f"{label}/{path}", value)
+
     def call_or_closed(self, request: Any, version: int) -> Any:
         """Like :meth:`call`, but a connection the broker closed returns ``"closed"``."""
         try:
@@ -200,6 +242,15 @@ class Probe:
         if result.error_code == 0 and not validate_only:
             self.wait_until_served(name, result.num_partitions)
         return result
+
+    def delete_topic(self, name: str) -> str:
+        """DeleteTopics v6 of one topic by name; its error's name."""
+        request = delete_topics.DeleteTopicsRequest(
+            topics=[delete_topics.DeleteTopicState(name=name, topic_id=bytes(16))],
+            timeout_ms=30000,
+        )
+        [result] = self.call(request, 6).responses
+        return error(result.error_code)
 
     def retry(self, attempt: Callable[[], Any], ready: Callable[[Any], bool], what: str) -> Any:
         """Repeat ``attempt()`` until ``ready(result)``, as clients retry retriable errors.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from . import scenarios  # noqa: F401  (registers the scenarios)
+from . import error_paths, scenarios  # noqa: F401  (register the scenarios)
 from .allowlist import compare, judge, load
 from .probe import ABSENT, SCENARIOS, Probe
 
