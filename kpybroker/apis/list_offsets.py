@@ -5,15 +5,20 @@ offset and its timestamp; 2 adds the isolation level; 4 leader epochs; 6 is
 flexible; 7 adds the max-timestamp query (-3); 8 earliest-local (-4); 9
 latest-tiered (-5); 10 a timeout.
 
-A follower (``replica_id`` >= 0) asking for -1 gets the log end offset: it
-asks when its fetch offset is out of range, to find the leader's log end.
+Only a consumer (``replica_id`` -1) is bounded by the high watermark: a
+follower, or a debugging tool (-2), asking for -1 gets the log end offset (a
+follower asks when its fetch offset is out of range, to find the leader's
+log end).
 
 Special timestamps: -1 latest (the high watermark, or the last stable offset
 under read_committed), -2 earliest (the log start), -3 the record with the
 largest timestamp, -4 the earliest local offset (the log start: all data is
 local), -5 the latest tiered offset (-1: nothing is tiered). Any other value
 finds the first record whose timestamp is at least that value, through the
-time index.
+time index. Another negative value, or a special one older than the
+request's version, is UNSUPPORTED_VERSION; a partition named twice in one
+request is answered once, INVALID_REQUEST. Nothing found is offset and
+timestamp -1 with no leader epoch, as Kafka answers.
 """
 
 from __future__ import annotations
@@ -29,16 +34,21 @@ from kpybroker.protocol.messages.list_offsets import (
 )
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
-NEEDS_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
+#: The first version that knows each special timestamp.
+NEEDS_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
+CONSUMER_REPLICA_ID = -1
+NOT_FOUND = (-1, -1)
 
 
-def lookup(partition, timestamp: int, version: int, from_follower: bool) -> tuple[int, int]:
+def supported(timestamp: int, version: int) -> bool:
+    return timestamp >= 0 or version >= NEEDS_VERSION.get(timestamp, version + 1)
+
+
+def lookup(partition, timestamp: int, consumer: bool) -> tuple[int, int]:
     """Return (timestamp, offset) for one query; (-1, -1) when nothing matches."""
     log = partition.log
-    if timestamp in NEEDS_VERSION and version < NEEDS_VERSION[timestamp]:
-        raise KafkaError(ErrorCode.UNSUPPORTED_VERSION)
     if timestamp == LATEST:
-        return -1, log.log_end_offset if from_follower else partition.high_watermark
+        return -1, partition.high_watermark if consumer else log.log_end_offset
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log.log_start_offset
     if timestamp == LATEST_TIERED:
@@ -47,8 +57,9 @@ def lookup(partition, timestamp: int, version: int, from_follower: bool) -> tupl
         found = log.max_timestamp_and_offset()
     else:
         found = log.offset_for_timestamp(timestamp)
-    if found is None or found[1] >= partition.high_watermark:
-        return -1, -1
+    last_fetchable = partition.high_watermark if consumer else log.log_end_offset
+    if found is None or found[1] >= last_fetchable:
+        return NOT_FOUND
     return found
 
 
@@ -57,21 +68,38 @@ async def handle_list_offsets(
     ctx: RequestContext, request: ListOffsetsRequest
 ) -> ListOffsetsResponse:
     replicas = ctx.broker.replicas
-    topics = []
+    consumer = request.replica_id == CONSUMER_REPLICA_ID
+    answers: dict[tuple[str, int], ListOffsetsPartitionResponse] = {}
     for topic in request.topics:
-        parts = []
         for p in topic.partitions:
-            resp = ListOffsetsPartitionResponse(partition_index=p.partition_index)
+            key = (topic.name, p.partition_index)
+            if key in answers:
+                answers[key] = refused(p.partition_index, ErrorCode.INVALID_REQUEST)
+                continue
+            if not supported(p.timestamp, ctx.api_version):
+                answers[key] = refused(p.partition_index, ErrorCode.UNSUPPORTED_VERSION)
+                continue
             try:
                 partition = replicas.partition_for(
                     topic.name, p.partition_index, p.current_leader_epoch
                 )
-                resp.timestamp, resp.offset = lookup(
-                    partition, p.timestamp, ctx.api_version, request.replica_id >= 0
-                )
-                resp.leader_epoch = partition.leader_epoch
+                found = lookup(partition, p.timestamp, consumer)
             except KafkaError as exc:
-                resp.error_code = exc.code
-            parts.append(resp)
-        topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=parts))
-    return ListOffsetsResponse(topics=topics)
+                answers[key] = refused(p.partition_index, exc.code)
+                continue
+            answer = ListOffsetsPartitionResponse(partition_index=p.partition_index)
+            answer.timestamp, answer.offset = found
+            if found != NOT_FOUND:
+                answer.leader_epoch = partition.leader_epoch
+            answers[key] = answer
+    by_topic: dict[str, ListOffsetsTopicResponse] = {}
+    for (name, _), answer in answers.items():
+        by_topic.setdefault(name, ListOffsetsTopicResponse(name=name)).partitions.append(answer)
+    return ListOffsetsResponse(topics=list(by_topic.values()))
+
+
+def refused(index: int, code: ErrorCode) -> ListOffsetsPartitionResponse:
+    """Kafka's ``buildErrorResponse``: offset and timestamp unknown."""
+    return ListOffsetsPartitionResponse(
+        partition_index=index, error_code=code, timestamp=-1, offset=-1
+    )

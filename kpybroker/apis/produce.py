@@ -13,8 +13,9 @@ then the log stamps the offsets into the header and appends the bytes.
 
 With acks=all the answer waits, up to the request's ``timeout_ms``, for the
 high watermark to pass the batch, that is for every in-sync replica to hold
-it (REQUEST_TIMED_OUT otherwise). Only the leader appends; another broker
-answers NOT_LEADER_OR_FOLLOWER with the current leader and its endpoint.
+it (REQUEST_TIMED_OUT otherwise). Only the leader appends; another broker,
+also one holding no replica of the partition, answers NOT_LEADER_OR_FOLLOWER
+with the current leader and its endpoint.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def produce_partition(
     response = PartitionProduceResponse(index=index)
     partition = None
     try:
+        broker.replicas.check_known(topic, index)  # first, as Kafka's handleProduceRequest
         if topic in INTERNAL_TOPICS:
             raise KafkaError(
                 ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
@@ -122,7 +124,6 @@ def produce_partition(
         result = partition.append_as_leader(batch, required_acks=acks)
     except KafkaError as exc:
         response.error_code = exc.code
-        response.error_message = exc.message
         response.base_offset = -1
         if partition is not None and exc.code not in NO_LOG_START_ERRORS:
             # As Kafka's ReplicaManager: failures other than these report the log start.
@@ -131,6 +132,8 @@ def produce_partition(
             hint = broker.replicas.leader_hint(topic, index)
             response.current_leader = LeaderIdAndEpoch(hint.leader_id, hint.leader_epoch)
         if isinstance(exc, RecordValidationError):  # e.g. keyless records, compacted topic
+            # The only produce errors whose message Kafka sends (``hasCustomErrorMessage``).
+            response.error_message = exc.message
             response.record_errors = [BatchIndexAndErrorMessage(i, m) for i, m in exc.record_errors]
             response.log_start_offset = exc.log_start_offset
         return response, None
@@ -170,9 +173,46 @@ def set_acks_error(response: PartitionProduceResponse, error: ErrorCode) -> None
         response.base_offset = -1
 
 
+def refuse_all(request: ProduceRequest, code: ErrorCode, message: str) -> ProduceResponse:
+    """Every partition answered with one error, as Kafka's ``getErrorResponse`` when the
+    request itself fails."""
+    return ProduceResponse(
+        responses=[
+            TopicProduceResponse(
+                name=topic.name,
+                topic_id=topic.topic_id,
+                partition_responses=[
+                    PartitionProduceResponse(
+                        index=pd.index,
+                        error_code=code,
+                        base_offset=-1,
+                        log_start_offset=-1,
+                        error_message=message,
+                    )
+                    for pd in topic.partition_data
+                ],
+            )
+            for topic in request.topic_data
+        ]
+    )
+
+
 @api(produce, 3, 13, advertised_min=0)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     acks = request.acks
+    unreadable = next(
+        (
+            error
+            for topic in request.topic_data
+            for pd in topic.partition_data
+            if (error := records.batch_iteration_error(pd.records))
+        ),
+        None,
+    )
+    if unreadable:
+        if acks == 0:
+            raise CloseConnection(f"an acks=0 produce request failed: {unreadable}")
+        return refuse_all(request, ErrorCode.CORRUPT_MESSAGE, unreadable)
     by_id = ctx.api_version >= TOPIC_IDS_FROM
     responses = []
     appended = []

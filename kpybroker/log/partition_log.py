@@ -33,7 +33,7 @@ from kpybroker.log.leader_epoch import LeaderEpochCache
 from kpybroker.log.metadata_files import read_partition_metadata, write_partition_metadata
 from kpybroker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX, delete_dir_name
 from kpybroker.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
-from kpybroker.log.record_validation import check_keys_for_compaction
+from kpybroker.log.record_validation import RecordValidationError, check_keys_for_compaction
 from kpybroker.log.recovery import load_log, rebuild_producer_state
 from kpybroker.log.retention import (
     SegmentPredicate,
@@ -317,16 +317,21 @@ class PartitionLog:
         clocks that are off (the usual cause) but not one early record inside a batch.
         """
         config = self.config
-        if (
-            header.base_timestamp < now - config.message_timestamp_before_max_ms
-            or header.max_timestamp > now + config.message_timestamp_after_max_ms
-        ):
-            raise KafkaError(
-                ErrorCode.INVALID_TIMESTAMP,
-                f"Timestamp {header.max_timestamp} of the batch is out of range "
-                f"[{now - config.message_timestamp_before_max_ms}, "
-                f"{now + config.message_timestamp_after_max_ms}]",
-            )
+        low = now - config.message_timestamp_before_max_ms
+        high = now + config.message_timestamp_after_max_ms
+        if header.base_timestamp < low:
+            timestamp = header.base_timestamp
+        elif header.max_timestamp > high:
+            timestamp = header.max_timestamp
+        else:
+            return
+        message = (
+            f"Timestamp {timestamp} of message with offset {header.base_offset} is out of "
+            f"range. The timestamp should be within [{low}, {high}]"
+        )
+        raise RecordValidationError(
+            [(0, message)], self.log_start_offset, code=ErrorCode.INVALID_TIMESTAMP
+        )
 
     def _segment_for(self, size: int, max_timestamp: int, last_offset: int, now: int) -> Segment:
         """The active segment, rolled first when the batch would not belong in it."""

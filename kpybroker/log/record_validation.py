@@ -13,20 +13,27 @@ from kpybroker.protocol.records import Buffer, iter_record_keys
 
 
 class RecordValidationError(KafkaError):
-    """INVALID_RECORD for some records of a batch (Kafka's ``RecordValidationException``).
+    """Some records of a batch refused (Kafka's ``RecordValidationException``):
+    INVALID_RECORD, or INVALID_TIMESTAMP for timestamps out of bounds.
 
     ``record_errors`` lists ``(index in the batch, message)``; the message of the
     error itself is Kafka's summary of the first three. ``log_start_offset`` is
-    answered with the error, as Kafka does.
+    answered with the error, as Kafka does. These are the only produce errors
+    whose message Kafka sends to the client.
     """
 
-    def __init__(self, record_errors: list[tuple[int, str]], log_start_offset: int) -> None:
+    def __init__(
+        self,
+        record_errors: list[tuple[int, str]],
+        log_start_offset: int,
+        code: ErrorCode = ErrorCode.INVALID_RECORD,
+    ) -> None:
         shown = ", ".join(
             f"RecordError(batchIndex={index}, message='{message}')"
             for index, message in record_errors[:3]
         )
         super().__init__(
-            ErrorCode.INVALID_RECORD,
+            code,
             f"One or more records have been rejected due to {len(record_errors)} record errors "
             f"in total, and only showing the first three errors at most: [{shown}]",
         )

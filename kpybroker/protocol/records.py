@@ -170,6 +170,41 @@ def _magic_error(magic: int) -> KafkaError:
     return CorruptRecordError(f"invalid magic {magic}")
 
 
+#: Kafka's smallest record (``LegacyRecord.RECORD_OVERHEAD_V0``): a batch length below it
+#: stops Kafka's batch iterator, and with it the whole Produce request.
+MIN_RECORD_OVERHEAD = 14
+_MAGIC_AT = 16
+_HEADER_UP_TO_MAGIC = _MAGIC_AT + 1
+_INT8 = struct.Struct(">b")
+
+
+def batch_iteration_error(buf: Buffer | None) -> str | None:
+    """What Kafka's batch iterator (``ByteBufferLogInputStream.nextBatchSize``) throws
+    walking ``buf``, or None.
+
+    Kafka walks every batch of a Produce request before anything else (to see
+    whether one is transactional), so such an error fails the whole request.
+    A truncated last batch ends the walk quietly, as there.
+    """
+    if buf is None:
+        return None
+    pos, end = 0, len(buf)
+    while end - pos >= BATCH_OVERHEAD:
+        length = _INT32.unpack_from(buf, pos + 8)[0]
+        if length < MIN_RECORD_OVERHEAD:
+            return (
+                f"Record size {length} is less than the minimum record overhead "
+                f"({MIN_RECORD_OVERHEAD})"
+            )
+        if end - pos < _HEADER_UP_TO_MAGIC:
+            return None
+        (magic,) = _INT8.unpack_from(buf, pos + _MAGIC_AT)
+        if not 0 <= magic <= MAGIC:
+            return f"Invalid magic found in record: {magic}"
+        pos += length + BATCH_OVERHEAD
+    return None
+
+
 def batch_size(buf: Buffer, pos: int = 0) -> int:
     """The whole size of the batch at ``pos`` (batchLength + 12), from its length field only.
 

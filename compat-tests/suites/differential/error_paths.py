@@ -41,8 +41,10 @@ ZERO_UUID = bytes(16)
 #: Record timestamps far enough in the past to be stable, within Kafka's default limits.
 T0 = 1_700_000_000_000
 UNKNOWN_ID = uuid.UUID("6b1f2c1e-1d2e-4c7a-9a0b-5e4d3c2b1a09").bytes
-#: Fields that change with every run: when a record was appended, what the broker throttled.
+#: When a record was appended: a field that changes with every run.
 APPEND_TIME = ("*log_append_time_ms",)
+#: Produce's error texts that quote the broker's clock.
+CLOCK_TEXTS = ("*error_message", "*batch_index_error_message")
 
 
 @dataclass(frozen=True)
@@ -314,6 +316,7 @@ def produce_error_paths(p: Probe) -> None:
     topics = Topics(p)
     topics.create("diff-pe", 3)
     topics.create("diff-pe-small", 1, {"max.message.bytes": "200"})
+    topics.create("diff-pe-compact", 1, {"cleanup.policy": "compact"})
     # Kafka answers from a map of partitions, grouped by topic in a hash map.
     unordered = ("responses", "responses/partition_responses")
     for v in PRODUCE_VERSIONS:
@@ -328,9 +331,26 @@ def produce_error_paths(p: Probe) -> None:
             "diff-nope": [(0, good)],
         }
         poisoned = {"diff-pe": [(0, good), (1, bytes(too_short))], "diff-nope": [(0, good)]}
-        for label, plan in (("mixed", mixed), ("one unreadable batch", poisoned)):
+        bad_magic = bytearray(good)
+        bad_magic[16] = 7
+        plans = {
+            "mixed": mixed,
+            "one unreadable batch": poisoned,
+            "a batch of magic 7": {"diff-pe": [(0, good), (1, bytes(bad_magic))]},
+            "keyless records on a compacted topic": {"diff-pe-compact": [(0, good)]},
+        }
+        for label, plan in plans.items():
             request = produce_request(topics, plan)
             p.answer(f"v{v}/{label}", request, v, varies=APPEND_TIME, unordered=unordered)
+        future = batch([b"late"], timestamp=int(time.time() * 1000) + 2 * 3600 * 1000)
+        request = produce_request(topics, {"diff-pe": [(0, future), (1, good)]})
+        p.answer(
+            f"v{v}/a timestamp 2 h ahead",
+            request,
+            v,
+            varies=APPEND_TIME + CLOCK_TEXTS,
+            unordered=unordered,
+        )
 
 
 def produce_request(topics: Topics, plan: dict[str, list[tuple[int, bytes]]]) -> Any:

@@ -14,7 +14,8 @@ compatibility: random ids, the cluster id, the address the broker was
 started on. :data:`SHAPES` renders those by shape (``"zero"``/``"set"``,
 ``"self"``), each with its reason. A scenario names anything else that may
 differ as ``varies`` patterns, and those are recorded as ``"<varies>"`` on
-both sides, present or absent. Where Kafka builds an array from a hash map
+both sides, present or absent, unless null or empty: null against a text
+still differs. Where Kafka builds an array from a hash map
 (ListOffsets and Produce group their answers so), its order is no contract:
 a scenario names such arrays as ``unordered`` patterns, and both sides are
 sorted by each element's first field (in that version), its name, id or index, before they are
@@ -128,8 +129,15 @@ class Walk:
     def in_order(self, path: str, field: Any, items: list[Any]) -> list[Any]:
         if not matches(path, self.unordered):
             return items
-        key = next(f.name for f in field.children if f.present(self.version))
-        return sorted(items, key=lambda item: repr(getattr(item, key)))
+        first = next(f for f in field.children if f.present(self.version))
+
+        def key(item: Any) -> tuple[str, str]:
+            # A random id sorts by its shape, then by what the element holds.
+            return repr(_shaped(first, getattr(item, first.name), self.where)), repr(
+                list(_walk(item, field.children, self, ""))
+            )
+
+        return sorted(items, key=key)
 
 
 _INDEX = re.compile(r"\[\d+\]")
@@ -154,7 +162,7 @@ def flatten(
     walk = Walk(version, where, unordered)
     out: dict[str, Any] = {}
     for path, value in _walk(response, response_fields(module_of(request)), walk, ""):
-        if matches(path, patterns):
+        if matches(path, patterns) and value not in (None, "", 0):
             value = VARIES
         out[path] = value
     return out
