@@ -34,24 +34,25 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 MAX_NAME_LENGTH = 249
 LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+LEGAL_CHARACTERS = "ASCII alphanumerics, '.', '_' and '-'"
 
 
 def topic_name_error(name: str) -> str | None:
-    """Kafka's ``Topic.validate``, with its messages; None for a legal name."""
+    """Kafka's ``Topic.validate``, with its messages (4.x wording); None for a legal name."""
+    reason = _invalid_name_reason(name)
+    return None if reason is None else f"Topic name is invalid: {reason}"
+
+
+def _invalid_name_reason(name: str) -> str | None:
+    """Kafka's ``Topic.detectInvalidTopic``."""
     if not name:
-        return "Topic name is illegal, it can't be empty"
+        return "the empty string is not allowed"
     if name in (".", ".."):
-        return 'Topic name cannot be "." or ".."'
+        return f"'{name}' is not allowed"
     if len(name) > MAX_NAME_LENGTH:
-        return (
-            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
-            f"topic name: {name}"
-        )
+        return f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
     if not LEGAL_NAME.fullmatch(name):
-        return (
-            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
-            "alphanumerics, '.', '_' and '-'"
-        )
+        return f"'{name}' contains one or more characters other than {LEGAL_CHARACTERS}"
     return None
 
 
@@ -125,11 +126,6 @@ class TopicManager:
 
     def by_id(self, topic_id: bytes) -> Topic | None:
         name = self.broker.replicas.topic_name(topic_id)
-        if name is None:
-            name = next(
-                (m.name for m in self.cluster.topics().values() if m.topic_id.bytes == topic_id),
-                None,
-            )
         return None if name is None else self.get(name)
 
     def check_new_name(self, name: str) -> None:
@@ -313,10 +309,7 @@ class TopicManager:
     async def delete(self, name: str) -> bytes:
         topic = self.get(name)
         if topic is None:
-            raise KafkaError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                "This server does not host this topic-partition.",
-            )
+            raise KafkaError.with_default_message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if not self.broker.config.get("delete.topic.enable"):
             raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
         try:

@@ -84,8 +84,13 @@ def missing_topic(name: str) -> DescribeTopicPartitionsResponseTopic:
     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if topic_name_error(name) is not None:
         code = ErrorCode.INVALID_TOPIC_EXCEPTION
+    # Kafka reports the authorized operations of an unknown topic too.
     return DescribeTopicPartitionsResponseTopic(
-        error_code=code, name=name, topic_id=bytes(16), is_internal=name in INTERNAL_TOPICS
+        error_code=code,
+        name=name,
+        topic_id=bytes(16),
+        is_internal=name in INTERNAL_TOPICS,
+        topic_authorized_operations=TOPIC_OPERATIONS,
     )
 
 

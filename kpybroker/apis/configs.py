@@ -98,8 +98,9 @@ async def handle_describe_configs(
 ) -> DescribeConfigsResponse:
     results = []
     for wanted in request.resources:
+        # Kafka leaves the message at its default, "", unless an error says more.
         result = DescribeConfigsResult(
-            error_message=None,
+            error_message="",
             resource_type=wanted.resource_type,
             resource_name=wanted.resource_name,
         )
@@ -107,7 +108,7 @@ async def handle_describe_configs(
         try:
             resource = resolve_for_describe(ctx.broker, wanted.resource_type, wanted.resource_name)
         except KafkaError as exc:
-            result.error_code, result.error_message = exc.code, exc.message
+            result.error_code, result.error_message = exc.code, exc.message or ""
             continue
         keys = set(wanted.configuration_keys or ())
         result.configs = [

@@ -10,8 +10,10 @@ it; the segments wholly below it are deleted at the next retention check. The
 answer's low watermark is the new log start offset; with a single replica
 there is nothing to wait for, so ``timeout_ms`` is not needed.
 
-Errors, in Kafka's order: UNKNOWN_TOPIC_OR_PARTITION; INVALID_TOPIC_EXCEPTION
-for an internal topic; NOT_LEADER_OR_FOLLOWER; POLICY_VIOLATION unless
+Errors, in Kafka's order: UNKNOWN_TOPIC_OR_PARTITION for a partition the
+cluster does not have; INVALID_TOPIC_EXCEPTION for an internal topic;
+NOT_LEADER_OR_FOLLOWER on a broker that does not lead it (also one that holds
+no replica of it: ``ReplicaManager.partition_for``); POLICY_VIOLATION unless
 cleanup.policy contains delete; OFFSET_OUT_OF_RANGE for an offset below -1 or
 past the high watermark; KAFKA_STORAGE_ERROR. Failed partitions report a low
 watermark of -1.
@@ -42,8 +44,7 @@ log = logging.getLogger(__name__)
 def delete_partition_records(ctx: RequestContext, topic: str, index: int, offset: int) -> int:
     """Advance one partition's log start offset; returns its new low watermark."""
     replicas = ctx.broker.replicas
-    if replicas.get(topic, index) is None:
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    replicas.check_known(topic, index)
     if topic in INTERNAL_TOPICS:
         raise KafkaError(
             ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {topic}"
@@ -59,20 +60,22 @@ def delete_partition_records(ctx: RequestContext, topic: str, index: int, offset
 async def handle_delete_records(
     ctx: RequestContext, request: DeleteRecordsRequest
 ) -> DeleteRecordsResponse:
-    topics = []
-    for topic in request.topics:
-        results = []
-        for p in topic.partitions:
-            result = DeleteRecordsPartitionResult(partition_index=p.partition_index)
-            try:
-                result.low_watermark = delete_partition_records(
-                    ctx, topic.name, p.partition_index, p.offset
-                )
-            except KafkaError as exc:
-                result.low_watermark = -1
-                result.error_code = exc.code
-            results.append(result)
-        topics.append(DeleteRecordsTopicResult(name=topic.name, partitions=results))
+    # Kafka keys the request by partition: one named twice is deleted to its last offset.
+    wanted = {
+        (topic.name, p.partition_index): p.offset
+        for topic in request.topics
+        for p in topic.partitions
+    }
+    by_topic: dict[str, DeleteRecordsTopicResult] = {}
+    for (name, index), offset in wanted.items():
+        result = DeleteRecordsPartitionResult(partition_index=index)
+        try:
+            result.low_watermark = delete_partition_records(ctx, name, index, offset)
+        except KafkaError as exc:
+            result.low_watermark = -1
+            result.error_code = exc.code
+        by_topic.setdefault(name, DeleteRecordsTopicResult(name=name)).partitions.append(result)
+    topics = list(by_topic.values())
     try:
         ctx.broker.logs.checkpoint_log_start_offsets()
     except OSError as exc:

@@ -18,7 +18,7 @@ from enum import IntEnum
 
 from kpybroker.apis.registry import RequestContext, api
 from kpybroker.cluster.controller import NotControllerError
-from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.errors import ErrorCode, default_message
 from kpybroker.protocol.messages import elect_leaders
 from kpybroker.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
@@ -68,7 +68,9 @@ async def handle_elect_leaders(
     for (topic, partition), error in outcomes.items():
         result = PartitionResult(partition_id=partition, error_message=None)
         if error is not None:
-            result.error_code, result.error_message = error.code, error.message
+            # Kafka's ApiError.message(): the error's own text when it has none of its own.
+            result.error_code = error.code
+            result.error_message = error.message or default_message(error.code)
         if not (everything and result.error_code == ErrorCode.ELECTION_NOT_NEEDED):
             by_topic.setdefault(topic, []).append(result)
     response.replica_election_results = [

@@ -10,13 +10,20 @@ As in Kafka, the first lookup creates ``__consumer_offsets``. Kafka answers
 that lookup COORDINATOR_NOT_AVAILABLE and the client retries; here the
 creation and loading of the (empty) partitions is quick, so the answer names
 the coordinator at once. Transactions are not implemented: a transaction key
-is answered COORDINATOR_NOT_AVAILABLE, any other key type INVALID_REQUEST.
+is answered COORDINATOR_NOT_AVAILABLE, a share-group key INVALID_REQUEST (as
+Kafka below v6), any other key type INVALID_REQUEST.
+
+The error messages are Kafka's, who answers v1-3 with ``Errors.message()``,
+on success too: "NONE", the enum's name. In v4+ its per-key message is
+empty for every answer its ``getCoordinator`` gives, success or error, and
+the default message only when the whole request fails, as for an unknown
+key type.
 """
 
 from __future__ import annotations
 
 from kpybroker.apis.registry import RequestContext, api
-from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.errors import ErrorCode, default_message
 from kpybroker.protocol.messages import find_coordinator
 from kpybroker.protocol.messages.find_coordinator import (
     Coordinator,
@@ -25,15 +32,12 @@ from kpybroker.protocol.messages.find_coordinator import (
 )
 
 BATCHED_FROM = 4
-GROUP_KEY, TRANSACTION_KEY = 0, 1
-# Kafka's Errors messages, which v1-3 carry in error_message.
-MESSAGES = {
-    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
-    ErrorCode.INVALID_REQUEST: (
-        "This most likely occurs because of a request being malformed by the client library "
-        "or the message was sent to an incompatible broker. See the broker logs for more "
-        "details."
-    ),
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+#: The key types answered without a coordinator: no transactions; share groups
+#: only from v6, which is not implemented.
+REFUSED_KEYS = {
+    TRANSACTION_KEY: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    SHARE_KEY: ErrorCode.INVALID_REQUEST,
 }
 
 
@@ -41,17 +45,24 @@ async def locate(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
     broker = ctx.broker
     if key_type == GROUP_KEY:
         error, node_id = await broker.coordinator.find_coordinator(key)
-    elif key_type == TRANSACTION_KEY:
-        error, node_id = ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
+    elif key_type in REFUSED_KEYS:
+        error, node_id = REFUSED_KEYS[key_type], -1
     else:
-        error, node_id = ErrorCode.INVALID_REQUEST, -1
+        # Kafka fails the whole request (its CoordinatorType lookup throws), and
+        # its error answer carries the default message, in v4+ too.
+        invalid = ErrorCode.INVALID_REQUEST
+        return no_coordinator(key, invalid, default_message(invalid))
     address = next((b for b in broker.live_brokers(ctx.listener) if b.broker_id == node_id), None)
     if address is None or error:
-        error = error or ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return Coordinator(
-            key=key, node_id=-1, host="", port=-1, error_code=error, error_message=MESSAGES[error]
-        )
+        return no_coordinator(key, error or ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return Coordinator(key=key, node_id=node_id, host=address.host, port=address.port)
+
+
+def no_coordinator(key: str, error: ErrorCode, message: str = "") -> Coordinator:
+    """An error answer: Kafka's ``Node.noNode()`` and, in v4+, no message (empty)."""
+    return Coordinator(
+        key=key, node_id=-1, host="", port=-1, error_code=error, error_message=message
+    )
 
 
 @api(find_coordinator, 0, 4)
@@ -64,7 +75,7 @@ async def handle_find_coordinator(
     one = await locate(ctx, request.key_type, request.key)
     return FindCoordinatorResponse(
         error_code=one.error_code,
-        error_message=one.error_message,
+        error_message=default_message(one.error_code),
         node_id=one.node_id,
         host=one.host,
         port=one.port,

@@ -121,8 +121,13 @@ def error_topic(code: ErrorCode, name: str | None, topic_id: bytes | None = None
     )
 
 
+#: Where Kafka's answer puts a requested topic: unknown ids, then the topics it has,
+#: then the names it does not have (created now, or refused).
+UNKNOWN_ID, EXISTING, MISSING = range(3)
+
+
 async def requested_topics(ctx: RequestContext, request: MetadataRequest):
-    """Yield (topic or None, error topic or None) for each requested topic, creating as allowed."""
+    """Yield (place, topic or error topic) for each requested topic, creating as allowed."""
     topics = ctx.broker.topics
     allow_create = (
         ctx.api_version < AUTO_CREATE_FROM or request.allow_auto_topic_creation
@@ -132,7 +137,7 @@ async def requested_topics(ctx: RequestContext, request: MetadataRequest):
         if wanted.name is None:
             topic = topics.by_id(wanted.topic_id)
             if topic is None:
-                yield error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, wanted.topic_id)
+                yield UNKNOWN_ID, error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, wanted.topic_id)
                 continue
         else:
             if wanted.name in seen:
@@ -151,9 +156,11 @@ async def requested_topics(ctx: RequestContext, request: MetadataRequest):
                         )
                     topic = await topics.auto_create(wanted.name)
                 except KafkaError as exc:
-                    yield error_topic(exc.code, wanted.name)
+                    yield MISSING, error_topic(exc.code, wanted.name)
                     continue
-        yield topic
+                yield MISSING, topic
+                continue
+        yield EXISTING, topic
 
 
 @api(metadata, 0, 12)
@@ -168,12 +175,14 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
         for topic in broker.topics.all():
             topics.append(answers.get(ctx, topic, authorized, live))
     else:
-        async for item in requested_topics(ctx, request):
-            if isinstance(item, MetadataResponseTopic):
-                topics.append(item)
-            else:
+        placed = []
+        async for place, item in requested_topics(ctx, request):
+            if not isinstance(item, MetadataResponseTopic):
                 live = frozenset(broker.live_broker_ids())
-                topics.append(answers.get(ctx, item, authorized, live))
+                item = answers.get(ctx, item, authorized, live)
+            placed.append((place, item))
+        placed.sort(key=lambda pair: pair[0])  # stable: request order within each place
+        topics = [item for _, item in placed]
     existing = broker.cluster.topics()
     if len(answers) > len(existing) + 64:  # deleted topics' entries
         answers.prune(existing.keys())

@@ -1,30 +1,50 @@
 """DescribeProducers (key 61): the active idempotent producers of partitions.
 
-Version 0 is flexible. For each partition this broker leads, every producer id
-the partition's producer state remembers: its epoch, last sequence and last
+Version 0 is flexible. For each partition this broker holds a replica of,
+leader or follower (Kafka's ``Partition.activeProducerState`` reads any local
+log: the admin client may ask a chosen broker), every producer id the
+partition's producer state remembers: its epoch, last sequence and last
 timestamp. kpybroker has no transactions, so the coordinator epoch is -1 and no
-transaction is open (current_txn_start_offset -1). A partition this broker does
-not have is UNKNOWN_TOPIC_OR_PARTITION, one it follows NOT_LEADER_OR_FOLLOWER.
+transaction is open (current_txn_start_offset -1).
+
+Errors as Kafka's ``handleDescribeProducersRequest``: first per topic, with a
+message, INVALID_TOPIC_EXCEPTION for an illegal name and
+UNKNOWN_TOPIC_OR_PARTITION for a topic the cluster does not have; then per
+partition, without one, ``ReplicaManager.partition_for``'s
+UNKNOWN_TOPIC_OR_PARTITION or, on a broker holding no replica,
+NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
 
 from kpybroker.apis.registry import RequestContext, api
-from kpybroker.protocol.errors import KafkaError
+from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import describe_producers
 from kpybroker.protocol.messages.describe_producers import (
     DescribeProducersRequest,
     DescribeProducersResponse,
     PartitionResponse,
     ProducerState,
+    TopicRequest,
     TopicResponse,
 )
+from kpybroker.topics import topic_name_error
+
+
+def topic_error(ctx: RequestContext, name: str) -> KafkaError | None:
+    """The error of every partition of the topic, or None when it exists."""
+    message = topic_name_error(name)
+    if message is not None:
+        return KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, message)
+    if ctx.broker.topics.get(name) is None:
+        return KafkaError.with_default_message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    return None
 
 
 def partition_producers(ctx: RequestContext, topic: str, index: int) -> PartitionResponse:
     response = PartitionResponse(partition_index=index)
     try:
-        partition = ctx.broker.replicas.leader_partition(topic, index)
+        partition = ctx.broker.replicas.partition_for(topic, index, require_leader=False)
     except KafkaError as exc:
         response.error_code, response.error_message = exc.code, exc.message
         return response
@@ -43,16 +63,20 @@ def partition_producers(ctx: RequestContext, topic: str, index: int) -> Partitio
     return response
 
 
+def topic_producers(ctx: RequestContext, request: TopicRequest) -> TopicResponse:
+    error = topic_error(ctx, request.name)
+    if error is None:
+        partitions = [partition_producers(ctx, request.name, p) for p in request.partition_indexes]
+    else:
+        partitions = [
+            PartitionResponse(partition_index=p, error_code=error.code, error_message=error.message)
+            for p in request.partition_indexes
+        ]
+    return TopicResponse(name=request.name, partitions=partitions)
+
+
 @api(describe_producers, 0, 0)
 async def handle_describe_producers(
     ctx: RequestContext, request: DescribeProducersRequest
 ) -> DescribeProducersResponse:
-    return DescribeProducersResponse(
-        topics=[
-            TopicResponse(
-                name=t.name,
-                partitions=[partition_producers(ctx, t.name, p) for p in t.partition_indexes],
-            )
-            for t in request.topics
-        ]
-    )
+    return DescribeProducersResponse(topics=[topic_producers(ctx, t) for t in request.topics])

@@ -9,7 +9,10 @@ DeleteTopics versions: 0 is gone in Kafka 4; 4 is flexible; 5 adds error
 messages; 6 names topics by name or by ID.
 
 The rules (name, partitions, replication factor, configs) live in
-kpybroker/topics.py; these handlers only map requests and errors.
+kpybroker/topics.py; these handlers only map requests and errors. The error
+messages are Kafka's: CreateTopics answers a null one on success, in every
+version; DeleteTopics v5+ answers a missing topic or topic ID with the
+error's default message.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from kpybroker.apis.registry import RequestContext, api
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import create_topics, delete_topics
 from kpybroker.protocol.messages.create_topics import (
+    CreatableTopic,
     CreatableTopicConfigs,
     CreatableTopicResult,
     CreateTopicsRequest,
@@ -31,51 +35,61 @@ from kpybroker.protocol.messages.delete_topics import (
     DeleteTopicsResponse,
 )
 
+DUPLICATE_NAME = "Duplicate topic name."
+
 
 @api(create_topics, 2, 7)
 async def handle_create_topics(
     ctx: RequestContext, request: CreateTopicsRequest
 ) -> CreateTopicsResponse:
-    manager = ctx.broker.topics
     counts = Counter(t.name for t in request.topics)
-    results = []
-    for t in request.topics:
-        result = CreatableTopicResult(name=t.name)
-        results.append(result)
-        if counts[t.name] > 1:
-            result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = (
-                f"Create topics request from client `{ctx.client_id}` "
-                f"contains multiple entries for the following topics: {t.name}"
-            )
-            continue
-        try:
-            created = await manager.create(
-                t.name,
-                num_partitions=t.num_partitions,
-                replication_factor=t.replication_factor,
-                assignments={a.partition_index: list(a.broker_ids) for a in t.assignments},
-                configs={c.name: c.value for c in t.configs},
-                validate_only=request.validate_only,
-            )
-        except KafkaError as exc:
-            result.error_code = exc.code
-            result.error_message = exc.message
-            continue
-        result.topic_id = created.topic_id if not request.validate_only else bytes(16)
-        result.num_partitions = len(created.partitions)
-        result.replication_factor = created.replication_factor
-        result.configs = [
-            CreatableTopicConfigs(
-                name=entry.name,
-                value=entry.value,
-                read_only=entry.read_only,
-                config_source=entry.source,
-                is_sensitive=entry.sensitive,
-            )
-            for entry in manager.describe_configs(created)
-        ]
+    results = [await create_topic(ctx, request, t) for t in request.topics if counts[t.name] == 1]
+    # As Kafka's ControllerApis: a name given twice is left out of the creation and
+    # answered once, after the others.
+    results += [
+        CreatableTopicResult(
+            name=name, error_code=ErrorCode.INVALID_REQUEST, error_message=DUPLICATE_NAME
+        )
+        for name, count in counts.items()
+        if count > 1
+    ]
     return CreateTopicsResponse(topics=results)
+
+
+async def create_topic(
+    ctx: RequestContext, request: CreateTopicsRequest, topic: CreatableTopic
+) -> CreatableTopicResult:
+    """One topic's answer: its error and message, or on success a null message (as
+    Kafka, in every version) and what was created."""
+    manager = ctx.broker.topics
+    result = CreatableTopicResult(name=topic.name, error_message=None)
+    try:
+        created = await manager.create(
+            topic.name,
+            num_partitions=topic.num_partitions,
+            replication_factor=topic.replication_factor,
+            assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
+            configs={c.name: c.value for c in topic.configs},
+            validate_only=request.validate_only,
+        )
+    except KafkaError as exc:
+        result.error_code = exc.code
+        result.error_message = exc.message
+        return result
+    result.topic_id = created.topic_id if not request.validate_only else bytes(16)
+    result.num_partitions = len(created.partitions)
+    result.replication_factor = created.replication_factor
+    result.configs = [
+        CreatableTopicConfigs(
+            name=entry.name,
+            value=entry.value,
+            read_only=entry.read_only,
+            config_source=entry.source,
+            is_sensitive=entry.sensitive,
+        )
+        for entry in manager.describe_configs(created)
+    ]
+    return result
 
 
 @api(delete_topics, 1, 6)
@@ -95,7 +109,7 @@ async def handle_delete_topics(
             if name is None:
                 topic = manager.by_id(topic_id)
                 if topic is None:
-                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
+                    raise KafkaError.with_default_message(ErrorCode.UNKNOWN_TOPIC_ID)
                 name = result.name = topic.name
             result.topic_id = await manager.delete(name)
         except KafkaError as exc:

@@ -334,7 +334,13 @@ class Controller:
             pm = None if meta is None else meta.partitions.get(partition)
             try:
                 if pm is None:
-                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    raise KafkaError(
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        # Kafka's ReplicationControlManager.alterPartitionReassignment
+                        f"Unable to find a topic named {topic}."
+                        if meta is None
+                        else f"Unable to find partition {topic}:{partition}.",
+                    )
                 assignment = reassignments.start(pm, target, live, allow_rf_change)
                 # Replicas dropped at once (a cancellation, a new target) first give up
                 # leadership and their ISR places, as Kafka changes both together.
@@ -414,9 +420,13 @@ class Controller:
         for _ in range(ELECTION_ATTEMPTS):
             pm = self._current(topic, partition)
             if pm is None or pm.state is None:
+                # Kafka's ReplicationControlManager.electLeader
+                unknown_topic = self.cluster.topics().get(topic) is None
                 return KafkaError(
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    f"No such partition as {topic}-{partition}",
+                    f"No such topic as {topic}"
+                    if unknown_topic
+                    else f"No such partition as {topic}-{partition}",
                 )
             live = self.cluster.live_brokers().keys()
             try:

@@ -188,7 +188,15 @@ class ReplicaManager:
     # -- lookups for the request handlers ----------------------------------------------------
 
     def topic_name(self, topic_id: bytes) -> str | None:
-        return self.topic_names.get(topic_id)
+        """The name of a topic of the cluster, hosted here or not: Kafka resolves topic
+        IDs against its whole metadata cache (``topicIdsToNames``), so that a topic this
+        broker holds no replica of is NOT_LEADER_OR_FOLLOWER rather than UNKNOWN_TOPIC_ID.
+        A hosted topic is found without a scan."""
+        name = self.topic_names.get(topic_id)
+        if name is None and self._cluster is not None:
+            topics = self._cluster.topics().values()
+            name = next((m.name for m in topics if m.topic_id.bytes == topic_id), None)
+        return name
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -201,14 +209,24 @@ class ReplicaManager:
         meta = self._cluster.topics().get(topic) if self._cluster else None
         return meta is not None and index in meta.partitions
 
+    def check_known(self, topic: str, index: int) -> None:
+        """UNKNOWN_TOPIC_OR_PARTITION unless the cluster has the partition: Kafka's
+        Produce and DeleteRecords check this before anything else."""
+        if not self.knows(topic, index):
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
     def partition_for(
         self, topic: str, index: int, current_leader_epoch: int = -1, *, require_leader: bool = True
     ) -> Partition:
-        """The partition, checked as Kafka's ``localLogWithEpochOrThrow`` does: the
-        client's leader epoch first, then leadership (while fenced, nothing is led)."""
+        """The partition, checked as Kafka's ``getPartitionOrException`` and then
+        ``localLogWithEpochOrThrow`` do: one this broker holds no replica of is
+        NOT_LEADER_OR_FOLLOWER when the cluster has it (the client refreshes its
+        metadata and finds the replicas) and UNKNOWN_TOPIC_OR_PARTITION otherwise;
+        then the client's leader epoch, then leadership (while fenced, nothing is led)."""
         partition = self.partitions.get((topic, index))
         if partition is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            self.check_known(topic, index)
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         partition.check_leader_epoch(current_leader_epoch)
         if require_leader and (self.fenced or not partition.is_leader):
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)

@@ -19,6 +19,7 @@ from typing import Any
 
 from compat.wire import KafkaConnection
 from kpybroker.protocol.messages import (
+    alter_configs,
     create_partitions,
     create_topics,
     delete_groups,
@@ -28,6 +29,7 @@ from kpybroker.protocol.messages import (
     describe_groups,
     fetch,
     find_coordinator,
+    incremental_alter_configs,
     list_offsets,
     offset_commit,
     offset_fetch,
@@ -544,7 +546,9 @@ def topic_admin_error_paths(p: Probe) -> None:
             ],
             timeout_ms=30000,
         )
-        p.answer(f"delete records v{v}", request, v)
+        # Kafka answers DeleteRecords from a map of partitions, grouped by topic.
+        unordered = ("topics", "topics/partitions")
+        p.answer(f"delete records v{v}", request, v, unordered=unordered)
     for v in (1, 4, 6):
         request = delete_topics.DeleteTopicsRequest(
             topic_names=[f"diff-ta-new-{v}" if v < 6 else "diff-ta-new-7", "diff-nope"],
@@ -572,3 +576,47 @@ def topic_admin_error_paths(p: Probe) -> None:
             include_documentation=False,
         )
         p.answer(f"describe configs v{v}", request, v)
+
+
+@scenario
+def alter_configs_error_paths(p: Probe) -> None:
+    """AlterConfigs and IncrementalAlterConfigs over good and bad resources in one request."""
+    # One resource each: Kafka 4.1 never answers a request naming one resource twice.
+    for name in ("diff-ac-1", "diff-ac-2", "diff-ac-3"):
+        p.create_topic(name, 1)
+    changes = [
+        (2, "diff-ac-1", "retention.ms", "7200000"),
+        (2, "diff-nope", "retention.ms", "7200000"),
+        (2, "diff-ac-2", "no.such.config", "1"),
+        (2, "diff-ac-3", "retention.ms", "soon"),
+    ]
+    for v in (2, 1, 0):
+        request = alter_configs.AlterConfigsRequest(
+            resources=[
+                alter_configs.AlterConfigsResource(
+                    resource_type=kind,
+                    resource_name=name,
+                    configs=[alter_configs.AlterableConfig(name=key, value=value)],
+                )
+                for kind, name, key, value in changes
+            ],
+            validate_only=True,
+        )
+        p.answer(f"alter v{v}", request, v)
+    for v in (1, 0):
+        request = incremental_alter_configs.IncrementalAlterConfigsRequest(
+            resources=[
+                incremental_alter_configs.AlterConfigsResource(
+                    resource_type=kind,
+                    resource_name=name,
+                    configs=[
+                        incremental_alter_configs.AlterableConfig(
+                            name=key, config_operation=0, value=value
+                        )
+                    ],
+                )
+                for kind, name, key, value in changes
+            ],
+            validate_only=True,
+        )
+        p.answer(f"incremental v{v}", request, v)

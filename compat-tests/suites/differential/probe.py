@@ -113,6 +113,8 @@ class Probe:
         self.port = int(port)
         self.node_id = node_id
         self.observed: dict[str, Any] = {}
+        #: (API name, field path without indexes) of every field of every whole answer.
+        self.answered: set[tuple[str, str]] = set()
         self.conn = KafkaConnection(bootstrap, client_id="compat-differential")
 
     # -- observing -------------------------------------------------------------------
@@ -172,8 +174,10 @@ class Probe:
         """Observe every field of a response already received (see :meth:`answer`)."""
         where = whole.Where(self.host, self.port)
         flat = whole.flatten(response, request, version, where, varies, unordered)
+        api = whole.api_name(whole.module_of(request))
         for path, value in flat.items():
             self.see(f"{label}/{path}", value)
+            self.answered.add((api, whole.general(path)))
 
     def call_or_closed(self, request: Any, version: int) -> Any:
         """Like :meth:`call`, but a connection the broker closed returns ``"closed"``."""

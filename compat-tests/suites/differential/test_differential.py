@@ -13,14 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from . import error_paths, scenarios  # noqa: F401  (register the scenarios)
+import kpybroker.apis  # noqa: F401  (registers the handlers)
+from kpybroker.apis.registry import REGISTRY
+
+from . import error_paths, scenarios, whole_answers  # noqa: F401  (register the scenarios)
 from .allowlist import compare, judge, load
+from .nullable import NOT_ON_ONE_NODE, NULLABLE, nullable_fields, observed
 from .probe import ABSENT, SCENARIOS, Probe
 
 ALLOWED = load()
 
 
-def observe(name: str, bootstrap: str, scenario: str) -> dict:
+def observe(name: str, bootstrap: str, scenario: str) -> Probe:
     probe = Probe(name, bootstrap)
     try:
         SCENARIOS[scenario](probe)
@@ -32,13 +36,14 @@ def observe(name: str, bootstrap: str, scenario: str) -> dict:
         ) from exc
     finally:
         probe.close()
-    return probe.observed
+    return probe
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_same_as_kafka(scenario: str, bootstrap: str, reference_bootstrap: str) -> None:
-    kafka = observe("Apache Kafka", reference_bootstrap, scenario)
-    kpy = observe("kpybroker", bootstrap, scenario)
+    kafka_probe = observe("Apache Kafka", reference_bootstrap, scenario)
+    kpy_probe = observe("kpybroker", bootstrap, scenario)
+    kafka, kpy = kafka_probe.observed, kpy_probe.observed
     out = Path(os.environ.get("COMPAT_ARTIFACTS", ".")) / "observations" / f"{scenario}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"kafka": kafka, "kpybroker": kpy}, indent=1, ensure_ascii=False))
@@ -50,3 +55,23 @@ def test_same_as_kafka(scenario: str, bootstrap: str, reference_bootstrap: str) 
         f"{len(unexplained)} unexplained difference(s) from Apache Kafka, {len(stale)} stale "
         f"allowlist entr(y/ies) (allowlist.toml):\n" + "\n".join(lines)
     )
+    unseen = [
+        f"  {api} {path}"
+        for (api, path), where in NULLABLE.items()
+        if where == scenario
+        for probe in (kafka_probe, kpy_probe)
+        if not observed(probe.answered, api, path)
+    ]
+    assert not unseen, "nullable fields nullable.py assigns here went unobserved:\n" + "\n".join(
+        unseen
+    )
+
+
+def test_every_nullable_field_is_compared() -> None:
+    """Each nullable response field of every served version has a scenario (nullable.py)."""
+    wanted = set(nullable_fields(REGISTRY.values()))
+    listed = set(NULLABLE) | set(NOT_ON_ONE_NODE)
+    assert not wanted - listed, f"nullable fields no scenario compares: {sorted(wanted - listed)}"
+    assert not listed - wanted, f"listed fields that are not nullable: {sorted(listed - wanted)}"
+    unknown = {s for s in NULLABLE.values() if s not in SCENARIOS}
+    assert not unknown, f"nullable.py names scenarios that do not exist: {unknown}"

@@ -79,6 +79,7 @@ SHAPES: dict[str, tuple[Callable[[Any, Where], Any], str]] = {
     "type:uuid": (_uuid_shape, "topic, directory and member UUIDs are random per cluster"),
     "cluster_id": (_cluster_id_shape, "each cluster has its own random id"),
     "member_id": (_member_id_shape, "a member id ends in a random UUID"),
+    "leader": (_member_id_shape, "JoinGroup's leader is a member id"),
     "producer_id": (_producer_id_shape, "producer ids come from each cluster's own counter"),
     "host": (_host_shape, "each broker listens on its own free port"),
     "port": (_port_shape, "each broker listens on its own free port"),
@@ -113,6 +114,18 @@ def response_fields(module_name: str) -> list[Any]:
     return message.fields
 
 
+@cache
+def api_name(module_name: str) -> str:
+    """The API's name in its schema (``Fetch``)."""
+    generator = _generator()
+    return generator.parse_schema(generator.SCHEMA_DIR / f"{module_name}.schema").name
+
+
+def general(path: str) -> str:
+    """``path`` without its array indexes: ``responses/partitions/records/bytes``."""
+    return _INDEX.sub("", path).removesuffix("#")
+
+
 def module_of(request: Any) -> str:
     """The generated module a request object comes from: ``fetch``."""
     return type(request).__module__.rsplit(".", 1)[1]
@@ -145,8 +158,7 @@ _INDEX = re.compile(r"\[\d+\]")
 
 def matches(path: str, patterns: tuple[str, ...]) -> bool:
     """Whether ``path``, its array indexes left out, matches one of ``patterns``."""
-    general = _INDEX.sub("", path)
-    return any(fnmatch.fnmatchcase(general, pattern) for pattern in patterns)
+    return any(fnmatch.fnmatchcase(general(path), pattern) for pattern in patterns)
 
 
 def flatten(

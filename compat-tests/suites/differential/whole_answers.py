@@ -1,0 +1,194 @@
+"""Whole answers of the APIs that ``error_paths.py`` does not ask, at several versions.
+
+Each asks an API with what succeeds beside what fails, and observes the
+whole response (``Probe.answer``), so that every field the schemas let be
+null is compared with Kafka's choice of null or empty (``nullable.py``
+names, for each such field, the scenario that shows it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kpybroker.protocol.messages import (
+    alter_partition_reassignments,
+    describe_cluster,
+    describe_configs,
+    describe_groups,
+    describe_producers,
+    describe_topic_partitions,
+    elect_leaders,
+    join_group,
+    leave_group,
+    list_partition_reassignments,
+    metadata,
+    sync_group,
+)
+
+from .error_paths import ready_coordinator
+from .probe import Probe, scenario
+from .scenarios import assignment, subscription
+
+#: Texts that are Kafka's own documentation of a config, not behaviour.
+DOCUMENTATION = ("*documentation",)
+
+
+@scenario
+def metadata_answers(p: Probe) -> None:
+    """Metadata at each version where its response changes, for known, unknown and bad names."""
+    p.create_topic("diff-md", 2)
+    for v in (0, 1, 2, 4, 7, 8, 9, 10, 12):
+        # Before v4 a request may create what it names: the unknown name waits for v4.
+        names = ["diff-md", "bad name!"] if v < 4 else ["diff-md", "diff-md-missing", "bad name!"]
+        request = metadata.MetadataRequest(
+            topics=[metadata.MetadataRequestTopic(name=n) for n in names],
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+        p.answer(f"v{v}", request, v)
+    [known] = p.metadata(["diff-md"]).topics
+    by_id = metadata.MetadataRequest(
+        topics=[
+            metadata.MetadataRequestTopic(name=None, topic_id=known.topic_id),
+            metadata.MetadataRequestTopic(name=None, topic_id=b"\x01" * 16),
+        ],
+        allow_auto_topic_creation=False,
+    )
+    p.answer("v12 by id", by_id, 12)
+
+
+@scenario
+def group_member_answers(p: Probe) -> None:
+    """JoinGroup, SyncGroup, DescribeGroups and LeaveGroup for a static and a dynamic member."""
+    group, topic = "diff-gm", "diff-gm-topic"
+    p.create_topic(topic, 1)
+    ready_coordinator(p, group)
+    for v in (5, 7, 9):
+        gid = f"{group}-{v}"
+        join = join_group.JoinGroupRequest(
+            group_id=gid,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id="",
+            group_instance_id="static-1",
+            protocol_type="consumer",
+            protocols=[
+                join_group.JoinGroupRequestProtocol(name="range", metadata=subscription(topic))
+            ],
+        )
+        ready_coordinator(p, gid)
+        joined = p.answer(f"join v{v} static", join, v)
+        if joined is None or joined.error_code:
+            continue
+        sync = sync_group.SyncGroupRequest(
+            group_id=gid,
+            generation_id=joined.generation_id,
+            member_id=joined.member_id,
+            group_instance_id="static-1",
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=[
+                sync_group.SyncGroupRequestAssignment(
+                    member_id=joined.member_id, assignment=assignment(topic, [0])
+                )
+            ],
+        )
+        after = f"after join v{v}"
+        p.answer(f"sync v5 static, {after}", sync, 5)
+        describe = describe_groups.DescribeGroupsRequest(groups=[gid])
+        p.answer(f"describe v5, {after}", describe, 5)
+        leave = leave_group.LeaveGroupRequest(
+            group_id=gid,
+            members=[
+                leave_group.MemberIdentity(member_id="", group_instance_id="static-1"),
+                leave_group.MemberIdentity(member_id="diff-gm-nobody"),
+            ],
+        )
+        p.answer(f"leave v5, {after}", leave, 5)
+
+
+@scenario
+def describe_configs_answers(p: Probe) -> None:
+    """DescribeConfigs with synonyms and documentation, of a topic with an override."""
+    p.create_topic("diff-dc", 1, {"retention.ms": "7200000"})
+    for v in (1, 3, 4):
+        request = describe_configs.DescribeConfigsRequest(
+            resources=[
+                describe_configs.DescribeConfigsResource(
+                    resource_type=2,
+                    resource_name="diff-dc",
+                    configuration_keys=["retention.ms", "cleanup.policy", "compression.type"],
+                )
+            ],
+            include_synonyms=True,
+            include_documentation=True,
+        )
+        # Synonyms keep their order (precedence); the configs come in Kafka's map order.
+        unordered = ("results/configs",)
+        p.answer(f"v{v} with synonyms", request, v, varies=DOCUMENTATION, unordered=unordered)
+
+
+def partitions(*pairs: tuple[str, list[int]], kind: Any) -> list[Any]:
+    return [kind(topic, indexes) for topic, indexes in pairs]
+
+
+@scenario
+def partition_admin_answers(p: Probe) -> None:
+    """ElectLeaders, reassignments, DescribeProducers, DescribeTopicPartitions: mixed outcomes."""
+    p.create_topic("diff-pa", 2)
+    wanted = (("diff-pa", [0, 7]), ("diff-nope", [0]))
+    for v in (0, 1, 2):
+        request = elect_leaders.ElectLeadersRequest(
+            election_type=0,
+            topic_partitions=partitions(*wanted, kind=elect_leaders.TopicPartitions),
+            timeout_ms=10000,
+        )
+        p.answer(f"elect v{v}", request, v, unordered=("replica_election_results",))
+    for v in (0, 1):
+        request = alter_partition_reassignments.AlterPartitionReassignmentsRequest(
+            timeout_ms=10000,
+            topics=[
+                alter_partition_reassignments.ReassignableTopic(
+                    name=name,
+                    partitions=[
+                        alter_partition_reassignments.ReassignablePartition(
+                            partition_index=i, replicas=replicas
+                        )
+                        for i, replicas in parts
+                    ],
+                )
+                for name, parts in (
+                    ("diff-pa", [(0, None), (1, [p.node_id]), (7, [p.node_id])]),
+                    ("diff-nope", [(0, [p.node_id])]),
+                )
+            ],
+        )
+        p.answer(f"reassign v{v}", request, v)
+    listed = list_partition_reassignments.ListPartitionReassignmentsRequest(
+        timeout_ms=10000,
+        topics=partitions(
+            *wanted, kind=list_partition_reassignments.ListPartitionReassignmentsTopics
+        ),
+    )
+    p.answer("list reassignments v0", listed, 0)
+    producers = describe_producers.DescribeProducersRequest(
+        topics=partitions(*wanted, kind=describe_producers.TopicRequest)
+    )
+    p.answer("describe producers v0", producers, 0, unordered=("topics", "topics/partitions"))
+    described = describe_topic_partitions.DescribeTopicPartitionsRequest(
+        topics=[describe_topic_partitions.TopicRequest(name=n) for n in ("diff-pa", "diff-nope")],
+        response_partition_limit=1,
+    )
+    p.answer("describe topic partitions v0", described, 0)
+
+
+@scenario
+def describe_cluster_answers(p: Probe) -> None:
+    """DescribeCluster v0 and v1, with and without the cluster's authorized operations."""
+    for v in (0, 1):
+        for ops in (False, True):
+            request = describe_cluster.DescribeClusterRequest(
+                include_cluster_authorized_operations=ops, endpoint_type=1
+            )
+            p.answer(f"v{v} operations {ops}", request, v, varies=("cluster_id",))
