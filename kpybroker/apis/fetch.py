@@ -109,8 +109,9 @@ class FetchPlan:
     does: an unknown topic id (UNKNOWN_TOPIC_ID) or a partition the cluster
     does not have (UNKNOWN_TOPIC_OR_PARTITION) is refused then and answered
     after the partitions that are read, in request order. A partition that
-    goes away while the fetch waits is answered UNKNOWN_TOPIC_OR_PARTITION,
-    also when it was named by id, as Kafka's delayed fetch does.
+    goes away while the fetch waits is answered as Kafka's delayed fetch does:
+    UNKNOWN_TOPIC_OR_PARTITION once the cluster no longer has it (also when it
+    was named by id), NOT_LEADER_OR_FOLLOWER when it moved to other brokers.
 
     A follower's fetch (``replica_id`` >= 0) reads up to the log end rather
     than the high watermark, and its fetch offset, which is its own log end,
