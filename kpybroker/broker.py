@@ -14,48 +14,36 @@ import asyncio
 import logging
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import kpybroker.apis  # noqa: F401  (registers every handler)
-from kpybroker.apis.metadata import TopicAnswers
+from kpybroker.apis.support.context import Services
+from kpybroker.apis.support.metadata_answers import TopicAnswers
 from kpybroker.cluster.controller import Controller
 from kpybroker.cluster.registration import register
 from kpybroker.cluster.replica_manager import ReplicaManager
-from kpybroker.cluster.settings import ReplicationSettings
+from kpybroker.cluster.replication_settings import ReplicationSettings
+from kpybroker.cluster.view import ClusterView
 from kpybroker.config import BrokerConfig, ConfigError, effective_topic_config
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.service import GroupCoordinator
-from kpybroker.log.config import LogConfig, LogManagerConfig
+from kpybroker.log.log_config import LogConfig, LogManagerConfig
 from kpybroker.log.log_manager import LogManager
 from kpybroker.log.names import METADATA_STORE_DIR
 from kpybroker.metadata.builtin import BuiltinMetadataStore
-from kpybroker.metadata.cluster import (
-    DEFAULT_BROKER_ENTITY,
-    ChangeKind,
-    ClusterMetadata,
-    Endpoint,
-    MetadataChange,
-)
+from kpybroker.metadata.cluster_metadata import ClusterMetadata
+from kpybroker.metadata.model import ChangeKind, Endpoint, MetadataChange
 from kpybroker.metadata.store import MetadataStore
+from kpybroker.metadata.znodes import DEFAULT_BROKER_ENTITY
 from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
 from kpybroker.producer_ids import ProducerIdManager
 from kpybroker.server.listener import bound_port, start_listener
-from kpybroker.topics import TopicManager
+from kpybroker.topic_admin import TopicManager
 
 log = logging.getLogger(__name__)
 
 HOUSEKEEPING_INTERVAL_S = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerAddress:
-    """Where clients reach a broker on one listener."""
-
-    broker_id: int
-    host: str
-    port: int
-    rack: str | None
 
 
 def open_metadata_store(config: BrokerConfig) -> MetadataStore:
@@ -74,22 +62,27 @@ def open_metadata_store(config: BrokerConfig) -> MetadataStore:
 
 
 class Broker:
+    """Builds the services, wires them together and runs them; serves nothing itself.
+
+    The request handlers get the services (``Services``), never the broker.
+    """
+
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.broker_id: int = config.get("broker.id")
         self.connections: set = set()
         self.replicas = ReplicaManager(self.broker_id)
         self.controller: Controller | None = None
-        self.topics = TopicManager(self)
+        self.topics: TopicManager | None = None
         self.store: MetadataStore | None = None
         self.cluster: ClusterMetadata | None = None
         self.logs: LogManager | None = None
         self.producer_ids: ProducerIdManager | None = None
-        self.coordinator = GroupCoordinator(self)
+        self.coordinator: GroupCoordinator | None = None
+        self.services: Services | None = None
         self.cluster_id: str | None = None
         self.servers: list[asyncio.Server] = []
         self.tasks: list[asyncio.Task] = []
-        self.metadata_answers = TopicAnswers()
         # topic -> (the broker config and overrides it was computed from, its LogConfig)
         self._log_configs: dict[str, tuple[BrokerConfig, dict[str, str], LogConfig]] = {}
 
@@ -113,11 +106,34 @@ class Broker:
             settings=LogManagerConfig.from_broker_config(config.get),
         )
         self.producer_ids = ProducerIdManager(self.store, self.broker_id)
+        settings = ReplicationSettings.from_config(config)
+        self.controller = Controller(self.broker_id, self.cluster, settings, self.unclean_allowed)
+        current_config = self.current_config
+        self.topics = TopicManager(self.cluster, self.replicas, current_config)
+        self.coordinator = GroupCoordinator(
+            CoordinatorSettings.from_config(config), self.cluster, self.replicas, self.topics
+        )
+        self.services = Services(
+            replicas=self.replicas,
+            topics=self.topics,
+            groups=self.coordinator,
+            cluster=ClusterView(self.broker_id, self.cluster_id, self.cluster),
+            logs=self.logs,
+            controller=self.controller,
+            producer_ids=self.producer_ids,
+            config=current_config,
+            metadata_answers=TopicAnswers(),
+        )
         max_request = config.get("socket.request.max.bytes")
         ports = {}
         for listener in config.listeners():
             server = await start_listener(
-                self, listener.name, listener.host, listener.port, max_request
+                self.services,
+                self.connections,
+                listener.name,
+                listener.host,
+                listener.port,
+                max_request,
             )
             self.servers.append(server)
             ports[listener.name] = bound_port(server)
@@ -129,9 +145,7 @@ class Broker:
             config.get("broker.rack"),
             wait_s=2 * config.get_int("zookeeper.session.timeout.ms") / 1000,
         )
-        settings = ReplicationSettings.from_config(config)
         self.replicas.start(self.logs, self.cluster, self.log_config_for, settings)
-        self.controller = Controller(self.broker_id, self.cluster, settings, self.unclean_allowed)
         self.cluster.add_listener(self.on_metadata_change)
         self.cluster.add_listener(self.controller.on_change)
         self.remove_stray_logs()
@@ -165,7 +179,8 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         await self.replicas.stop()
-        await self.coordinator.stop()
+        if self.coordinator is not None:
+            await self.coordinator.stop()
         if self.logs is not None:
             self.logs.close()
         if self.cluster is not None:
@@ -186,6 +201,10 @@ class Broker:
                 log.exception("housekeeping failed; will retry")
 
     # -- topics and partitions ---------------------------------------------
+
+    def current_config(self) -> BrokerConfig:
+        """The broker config in force: dynamic changes replace ``self.config``."""
+        return self.config
 
     def topic_overrides(self, topic: str) -> dict[str, str]:
         meta = self.cluster.topics().get(topic) if self.cluster else None
@@ -254,21 +273,3 @@ class Broker:
             )
         except ConfigError as exc:
             log.error("ignoring the stored dynamic broker configs: %s", exc.message)
-
-    # -- cluster view for handlers -----------------------------------------
-
-    def live_broker_ids(self) -> set[int]:
-        return set(self.cluster.live_brokers())
-
-    def live_brokers(self, listener: str) -> list[BrokerAddress]:
-        """Live brokers' addresses on ``listener``, the listener the request came in on."""
-        found = []
-        for broker_id, reg in sorted(self.cluster.live_brokers().items()):
-            for ep in reg.endpoints:
-                if ep.listener == listener:
-                    found.append(BrokerAddress(broker_id, ep.host, ep.port, reg.rack))
-        return found
-
-    def controller_id(self) -> int:
-        controller = self.cluster.controller_id
-        return -1 if controller is None else controller

@@ -41,10 +41,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from bench_throughput import create_topic, produce  # noqa: E402
 
-from kpybroker.log import LogConfig, PartitionLog  # noqa: E402
-from kpybroker.log.config import CleanerConfig  # noqa: E402
 from kpybroker.log.log_cleaner import LogCleaner  # noqa: E402
-from kpybroker.log.partition_log import wall_clock_ms  # noqa: E402
+from kpybroker.log.log_config import CleanerConfig, LogConfig  # noqa: E402
+from kpybroker.log.partition_log import PartitionLog, wall_clock_ms  # noqa: E402
 from kpybroker.protocol.records import NewRecord, build_batch  # noqa: E402
 from tests.helpers.brokers import launcher  # noqa: E402
 

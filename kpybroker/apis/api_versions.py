@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from kpybroker.apis.registry import REGISTRY, RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import REGISTRY, api
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import api_versions
 from kpybroker.protocol.messages.api_versions import (

@@ -14,8 +14,14 @@ rather than reported.
 
 from __future__ import annotations
 
-from kpybroker.apis.metadata import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, topic_metadata
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.metadata_answers import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    topic_metadata,
+)
+from kpybroker.apis.support.registry import api
+from kpybroker.metadata.topic_names import topic_name_error
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import describe_cluster, describe_topic_partitions
 from kpybroker.protocol.messages.describe_cluster import (
@@ -30,7 +36,7 @@ from kpybroker.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
-from kpybroker.topics import INTERNAL_TOPICS, Topic, topic_name_error
+from kpybroker.topic_admin import INTERNAL_TOPICS, Topic
 
 BROKER_ENDPOINT = 1
 
@@ -39,9 +45,9 @@ BROKER_ENDPOINT = 1
 async def handle_describe_cluster(
     ctx: RequestContext, request: DescribeClusterRequest
 ) -> DescribeClusterResponse:
-    broker = ctx.broker
+    services = ctx.services
     response = DescribeClusterResponse(
-        error_message=None, endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id
+        error_message=None, endpoint_type=BROKER_ENDPOINT, cluster_id=services.cluster.cluster_id
     )
     if request.endpoint_type != BROKER_ENDPOINT:
         response.error_code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
@@ -50,10 +56,10 @@ async def handle_describe_cluster(
             "of type CONTROLLER"
         )
         return response
-    response.controller_id = broker.controller_id()
+    response.controller_id = services.cluster.controller_id()
     response.brokers = [
         DescribeClusterBroker(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-        for b in broker.live_brokers(ctx.listener)
+        for b in services.cluster.live_brokers(ctx.listener)
     ]
     if request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = CLUSTER_OPERATIONS
@@ -64,7 +70,8 @@ def partition_page(
     ctx: RequestContext, topic: Topic, start: int, limit: int
 ) -> list[DescribeTopicPartitionsResponsePartition]:
     """Partitions ``start`` .. ``start + limit - 1`` of ``topic``, as Metadata describes them."""
-    described = topic_metadata(ctx, topic, authorized=False).partitions[start : start + limit]
+    live = ctx.services.cluster.live_broker_ids()
+    described = topic_metadata(topic, False, live).partitions[start : start + limit]
     return [
         DescribeTopicPartitionsResponsePartition(
             partition_index=p.partition_index,
@@ -111,7 +118,7 @@ def invalid_request(request: DescribeTopicPartitionsRequest) -> DescribeTopicPar
 async def handle_describe_topic_partitions(
     ctx: RequestContext, request: DescribeTopicPartitionsRequest
 ) -> DescribeTopicPartitionsResponse:
-    manager = ctx.broker.topics
+    manager = ctx.services.topics
     everything = not request.topics
     cursor = request.cursor
     first = cursor.topic_name if cursor is not None else ""
@@ -125,7 +132,7 @@ async def handle_describe_topic_partitions(
         return invalid_request(request)
     limit = max(
         min(
-            ctx.broker.config.get_int("max.request.partition.size.limit"),
+            ctx.services.config().get_int("max.request.partition.size.limit"),
             request.response_partition_limit,
         ),
         1,

@@ -19,20 +19,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from kpybroker.apis.config_changes import (
+from kpybroker.apis.support.config_changes import (
     ConfigOp,
     OpType,
     Resources,
     check_resources,
     new_configs,
 )
-from kpybroker.apis.config_resources import (
+from kpybroker.apis.support.config_resources import (
     ConfigResource,
     ResourceType,
     resolve_for_alter,
     resolve_for_describe,
 )
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.config.describe import (
     ConfigEntry,
     broker_config_entries,
@@ -67,12 +68,14 @@ T = TypeVar("T")
 
 
 def config_entries(ctx: RequestContext, resource: ConfigResource) -> list[ConfigEntry]:
-    broker = ctx.broker
+    services = ctx.services
     if resource.type is ResourceType.TOPIC:
-        return topic_config_entries(broker.config, broker.topic_overrides(resource.name))
+        return topic_config_entries(
+            services.config(), services.cluster.topic_overrides(resource.name)
+        )
     if resource.is_cluster_default:
-        return default_broker_config_entries(broker.config, resource.stored(broker))
-    return broker_config_entries(broker.config)
+        return default_broker_config_entries(services.config(), resource.stored(services))
+    return broker_config_entries(services.config())
 
 
 def entry_result(
@@ -106,7 +109,9 @@ async def handle_describe_configs(
         )
         results.append(result)
         try:
-            resource = resolve_for_describe(ctx.broker, wanted.resource_type, wanted.resource_name)
+            resource = resolve_for_describe(
+                ctx.services, wanted.resource_type, wanted.resource_name
+            )
         except KafkaError as exc:
             result.error_code, result.error_message = exc.code, exc.message or ""
             continue
@@ -140,9 +145,9 @@ async def alter_all(
         try:
             if error is not None:
                 raise error
-            resource = resolve_for_alter(ctx.broker, type_id, name)
-            configs = new_set(resource, resource.stored(ctx.broker), ops)
-            await resource.replace(ctx.broker, configs, validate_only=validate_only)
+            resource = resolve_for_alter(ctx.services, type_id, name)
+            configs = new_set(resource, resource.stored(ctx.services), ops)
+            await resource.replace(ctx.services, configs, validate_only=validate_only)
         except KafkaError as exc:
             error = exc
         responses.append(

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import logging
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import delete_records
 from kpybroker.protocol.messages.delete_records import (
@@ -36,14 +37,14 @@ from kpybroker.protocol.messages.delete_records import (
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
-from kpybroker.topics import INTERNAL_TOPICS
+from kpybroker.topic_admin import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 
 
 def delete_partition_records(ctx: RequestContext, topic: str, index: int, offset: int) -> int:
     """Advance one partition's log start offset; returns its new low watermark."""
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     replicas.check_known(topic, index)
     if topic in INTERNAL_TOPICS:
         raise KafkaError(
@@ -77,7 +78,7 @@ async def handle_delete_records(
         by_topic.setdefault(name, DeleteRecordsTopicResult(name=name)).partitions.append(result)
     topics = list(by_topic.values())
     try:
-        ctx.broker.logs.checkpoint_log_start_offsets()
+        ctx.services.logs.checkpoint_log_start_offsets()
     except OSError as exc:
         log.warning("writing the log start offset checkpoint failed: %s", exc)
     return DeleteRecordsResponse(topics=topics)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.cluster.controller import NotControllerError
 from kpybroker.protocol.errors import ErrorCode, default_message
 from kpybroker.protocol.messages import elect_leaders
@@ -39,7 +40,7 @@ class ElectionType(IntEnum):
 async def handle_elect_leaders(
     ctx: RequestContext, request: ElectLeadersRequest
 ) -> ElectLeadersResponse:
-    broker = ctx.broker
+    services = ctx.services
     election = request.election_type
     response = ElectLeadersResponse(replica_election_results=[])
     if election not in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
@@ -49,13 +50,13 @@ async def handle_elect_leaders(
     if everything:
         wanted = [
             (topic.name, p)
-            for topic in sorted(broker.topics.all(), key=lambda t: t.name)
+            for topic in sorted(services.topics.all(), key=lambda t: t.name)
             for p in sorted(topic.partitions)
         ]
     else:
         wanted = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
     try:
-        outcomes = await broker.controller.elect_leaders(
+        outcomes = await services.controller.elect_leaders(
             wanted, unclean=election == ElectionType.UNCLEAN
         )
     except NotControllerError as exc:

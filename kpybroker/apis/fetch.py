@@ -35,10 +35,11 @@ from __future__ import annotations
 import asyncio
 from typing import NamedTuple
 
-from kpybroker.apis.leadership import HINTED_ERRORS, leader_endpoints
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.leadership import HINTED_ERRORS, leader_endpoints
+from kpybroker.apis.support.registry import api
 from kpybroker.cluster.partition import Partition
-from kpybroker.log.config import LONG_MAX
+from kpybroker.log.log_config import LONG_MAX
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import fetch
 from kpybroker.protocol.messages.fetch import (
@@ -140,7 +141,7 @@ class FetchPlan:
         return self.replica_id >= 0
 
     def _sort_out(self) -> tuple[list[Wanted], list[tuple[Wanted, PartitionData]]]:
-        replicas = self.ctx.broker.replicas
+        replicas = self.ctx.services.replicas
         by_id = self.ctx.api_version >= TOPIC_IDS_FROM
         # Kafka keys the request's partitions in a map: a partition named twice is read once.
         unique: dict[tuple[bytes, str, int], Wanted] = {}
@@ -181,7 +182,7 @@ class FetchPlan:
     def read(self, want: Wanted, limit: int, min_one: bool) -> PartitionData:
         fp = want.fetch
         try:
-            partition = self.ctx.broker.replicas.partition_for(
+            partition = self.ctx.services.replicas.partition_for(
                 want.name, fp.partition, fp.current_leader_epoch
             )
             self.partitions.append(partition)
@@ -210,7 +211,7 @@ class FetchPlan:
         pd = erroneous_answer(want.fetch.partition, exc.code)
         pd.aborted_transactions = None
         if exc.code in HINTED_ERRORS and self.ctx.api_version >= LEADER_DISCOVERY_FROM:
-            hint = self.ctx.broker.replicas.leader_hint(want.name, want.fetch.partition)
+            hint = self.ctx.services.replicas.leader_hint(want.name, want.fetch.partition)
             pd.current_leader = LeaderIdAndEpoch(hint.leader_id, hint.leader_epoch)
             if not self.from_follower:  # Kafka tells only consumers where the leader is
                 self.hinted_leaders.add(hint.leader_id)
@@ -246,7 +247,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         timeout = deadline - loop.time()
         if timeout <= 0 or not plan.partitions:
             break
-        woken = await ctx.broker.replicas.wait_for_append(
+        woken = await ctx.services.replicas.wait_for_append(
             plan.partitions,
             timeout,
             for_follower=plan.from_follower,

@@ -22,7 +22,8 @@ key type.
 
 from __future__ import annotations
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode, default_message
 from kpybroker.protocol.messages import find_coordinator
 from kpybroker.protocol.messages.find_coordinator import (
@@ -42,9 +43,9 @@ REFUSED_KEYS = {
 
 
 async def locate(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
-    broker = ctx.broker
+    services = ctx.services
     if key_type == GROUP_KEY:
-        error, node_id = await broker.coordinator.find_coordinator(key)
+        error, node_id = await services.groups.find_coordinator(key)
     elif key_type in REFUSED_KEYS:
         error, node_id = REFUSED_KEYS[key_type], -1
     else:
@@ -52,7 +53,9 @@ async def locate(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
         # its error answer carries the default message, in v4+ too.
         invalid = ErrorCode.INVALID_REQUEST
         return no_coordinator(key, invalid, default_message(invalid))
-    address = next((b for b in broker.live_brokers(ctx.listener) if b.broker_id == node_id), None)
+    address = next(
+        (b for b in services.cluster.live_brokers(ctx.listener) if b.broker_id == node_id), None
+    )
     if address is None or error:
         return no_coordinator(key, error or ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return Coordinator(key=key, node_id=node_id, host=address.host, port=address.port)

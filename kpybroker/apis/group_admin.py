@@ -19,7 +19,8 @@ deleted (NON_EMPTY_GROUP otherwise); its offsets go with it, as tombstones in
 
 from __future__ import annotations
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.protocol.messages import delete_groups, describe_groups, list_groups
 from kpybroker.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from kpybroker.protocol.messages.describe_groups import (
@@ -38,7 +39,7 @@ GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 async def handle_describe_groups(
     ctx: RequestContext, request: DescribeGroupsRequest
 ) -> DescribeGroupsResponse:
-    groups = ctx.broker.coordinator.describe_groups(request.groups)
+    groups = ctx.services.groups.describe_groups(request.groups)
     if ctx.api_version >= AUTHORIZED_OPERATIONS_FROM and request.include_authorized_operations:
         for group in groups:
             if not group.error_code:
@@ -48,7 +49,7 @@ async def handle_describe_groups(
 
 @api(list_groups, 0, 4)
 async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
-    error, groups = ctx.broker.coordinator.list_groups(request.states_filter)
+    error, groups = ctx.services.groups.list_groups(request.states_filter)
     return ListGroupsResponse(error_code=error, groups=groups)
 
 
@@ -56,5 +57,5 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
 async def handle_delete_groups(
     ctx: RequestContext, request: DeleteGroupsRequest
 ) -> DeleteGroupsResponse:
-    results = await ctx.broker.coordinator.delete_groups(request.groups_names)
+    results = await ctx.services.groups.delete_groups(request.groups_names)
     return DeleteGroupsResponse(results=results)

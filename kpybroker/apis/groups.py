@@ -27,7 +27,8 @@ as opaque bytes.
 
 from __future__ import annotations
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.coordinator.interface import Caller
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import heartbeat, join_group, leave_group, sync_group
@@ -58,7 +59,7 @@ def caller_of(ctx: RequestContext) -> Caller:
 async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     if ctx.api_version == 0:
         request.rebalance_timeout_ms = request.session_timeout_ms
-    response = await ctx.broker.coordinator.join_group(caller_of(ctx), request)
+    response = await ctx.services.groups.join_group(caller_of(ctx), request)
     if ctx.api_version < NULLABLE_PROTOCOL_NAME_FROM and response.protocol_name is None:
         response.protocol_name = ""
     return response
@@ -70,19 +71,19 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> S
         request.protocol_type is None or request.protocol_name is None
     ):
         return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    return await ctx.broker.coordinator.sync_group(request)
+    return await ctx.services.groups.sync_group(request)
 
 
 @api(heartbeat, 0, 4)
 async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
-    return await ctx.broker.coordinator.heartbeat(request)
+    return await ctx.services.groups.heartbeat(request)
 
 
 @api(leave_group, 0, 5)
 async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     batched = ctx.api_version >= BATCHED_LEAVE_FROM
     members = request.members if batched else [MemberIdentity(member_id=request.member_id)]
-    response = await ctx.broker.coordinator.leave_group(request.group_id, members)
+    response = await ctx.services.groups.leave_group(request.group_id, members)
     if not batched and not response.error_code and response.members:
         response.error_code = response.members[0].error_code
     return response

@@ -12,7 +12,8 @@ coordinator.
 
 from __future__ import annotations
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import init_producer_id
 from kpybroker.protocol.messages.init_producer_id import (
@@ -27,7 +28,7 @@ async def handle_init_producer_id(
 ) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    producer_id = await ctx.broker.producer_ids.next_id()
+    producer_id = await ctx.services.producer_ids.next_id()
     return InitProducerIdResponse(
         error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
     )

@@ -13,8 +13,9 @@ logger per broker).
 
 from __future__ import annotations
 
-from kpybroker.apis.config_resources import ResourceType
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.config_resources import ResourceType
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import list_config_resources
 from kpybroker.protocol.messages.list_config_resources import (
@@ -45,10 +46,11 @@ async def handle_list_config_resources(
     if ResourceType.BROKER in wanted:
         found += [
             ConfigResource(str(broker_id), ResourceType.BROKER)
-            for broker_id in sorted(ctx.broker.live_broker_ids())
+            for broker_id in sorted(ctx.services.cluster.live_broker_ids())
         ]
     if ResourceType.TOPIC in wanted:
         found += [
-            ConfigResource(name, ResourceType.TOPIC) for name in sorted(ctx.broker.cluster.topics())
+            ConfigResource(name, ResourceType.TOPIC)
+            for name in sorted(ctx.services.cluster.topics())
         ]
     return ListConfigResourcesResponse(config_resources=found)

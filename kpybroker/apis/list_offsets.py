@@ -23,7 +23,8 @@ timestamp -1 with no leader epoch, as Kafka answers.
 
 from __future__ import annotations
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import list_offsets
 from kpybroker.protocol.messages.list_offsets import (
@@ -67,7 +68,7 @@ def lookup(partition, timestamp: int, consumer: bool) -> tuple[int, int]:
 async def handle_list_offsets(
     ctx: RequestContext, request: ListOffsetsRequest
 ) -> ListOffsetsResponse:
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     consumer = request.replica_id == CONSUMER_REPLICA_ID
     answers: dict[tuple[str, int], ListOffsetsPartitionResponse] = {}
     for topic in request.topics:

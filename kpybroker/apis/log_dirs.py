@@ -14,7 +14,8 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.log.partition_log import PartitionLog
 from kpybroker.protocol.messages import describe_log_dirs
 from kpybroker.protocol.messages.describe_log_dirs import (
@@ -51,7 +52,7 @@ def dir_result(log_dir: Path, logs: list[tuple[str, int, PartitionLog]]) -> Desc
 async def handle_describe_log_dirs(
     ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> DescribeLogDirsResponse:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     wanted = (
         None
         if request.topics is None

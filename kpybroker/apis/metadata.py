@@ -12,17 +12,17 @@ The topic is created before the answer, so the answer already has its
 leaders (Kafka answers LEADER_NOT_AVAILABLE first and clients retry).
 
 Clients ask for every topic often, and with thousands of partitions building
-and encoding the answer costs tens of milliseconds; ``TopicAnswers`` keeps each
-topic's encoded entry until something it depends on changes.
+and encoding the answer costs tens of milliseconds; ``TopicAnswers``
+(``support/metadata_answers.py``) keeps each topic's encoded entry until
+something it depends on changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
-
-from kpybroker.apis.registry import RequestContext, api
-from kpybroker.metadata.cluster import TopicMetadata
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.metadata_answers import CLUSTER_OPERATIONS, NO_OPERATIONS
+from kpybroker.apis.support.registry import api
+from kpybroker.metadata.topic_names import topic_name_error
 from kpybroker.protocol._codec import Encoded
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import metadata
@@ -30,95 +30,26 @@ from kpybroker.protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
     MetadataResponseBroker,
-    MetadataResponsePartition,
     MetadataResponseTopic,
 )
-from kpybroker.topics import Topic, topic_name_error
+from kpybroker.topic_admin import OFFSETS_TOPIC, Topic
 
 AUTO_CREATE_FROM = 4
-NO_OPERATIONS = -(2**31)
-# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS:
-# what a topic allows when no authorizer is configured.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-# CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE.
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
-
-
-def topic_metadata(
-    ctx: RequestContext, topic: Topic, authorized: bool, live: set[int] | None = None
-) -> MetadataResponseTopic:
-    if live is None:
-        live = ctx.broker.live_broker_ids()
-    partitions = []
-    for index in sorted(topic.partitions):
-        state = topic.partitions[index]
-        leader_alive = state.leader in live
-        partitions.append(
-            MetadataResponsePartition(
-                error_code=ErrorCode.NONE if leader_alive else ErrorCode.LEADER_NOT_AVAILABLE,
-                partition_index=index,
-                leader_id=state.leader if leader_alive else -1,
-                leader_epoch=state.leader_epoch,
-                replica_nodes=list(state.replicas),
-                isr_nodes=list(state.isr),
-                offline_replicas=[r for r in state.replicas if r not in live],
-            )
-        )
-    return MetadataResponseTopic(
-        error_code=ErrorCode.NONE,
-        name=topic.name,
-        topic_id=topic.topic_id,
-        is_internal=topic.is_internal,
-        partitions=partitions,
-        topic_authorized_operations=TOPIC_OPERATIONS if authorized else NO_OPERATIONS,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    meta: TopicMetadata
-    live: frozenset[int]
-    encoded: Encoded
-
-
-class TopicAnswers:
-    """Encoded topic entries of Metadata answers, per (topic, version, authorized flag).
-
-    An entry stands while the topic's cached view is the same object (the
-    cluster cache replaces it on any change of the topic, its partitions'
-    states or its configs) and the same brokers are live. Entries of topics
-    that no longer exist are dropped once they outnumber the live ones.
-    """
-
-    def __init__(self) -> None:
-        # topic -> (version, authorized flag) -> answer
-        self._answers: dict[str, dict[tuple[int, bool], _Answer]] = {}
-
-    def get(
-        self, ctx: RequestContext, topic: Topic, authorized: bool, live: frozenset[int]
-    ) -> Encoded:
-        answers = self._answers.setdefault(topic.name, {})
-        key = (ctx.api_version, authorized)
-        answer = answers.get(key)
-        if answer is None or answer.meta is not topic.meta or answer.live != live:
-            entry = topic_metadata(ctx, topic, authorized, set(live))
-            answer = _Answer(topic.meta, live, entry.encode_bytes(ctx.api_version))
-            answers[key] = answer
-        return answer.encoded
-
-    def prune(self, existing: Collection[str]) -> None:
-        """Forget the topics not in ``existing`` (called when entries may be stale)."""
-        self._answers = {name: a for name, a in self._answers.items() if name in existing}
-
-    def __len__(self) -> int:
-        """How many topics have entries."""
-        return len(self._answers)
 
 
 def error_topic(code: ErrorCode, name: str | None, topic_id: bytes | None = None):
     return MetadataResponseTopic(
         error_code=code, name=name, topic_id=topic_id or bytes(16), is_internal=False
     )
+
+
+async def auto_create(ctx: RequestContext, name: str) -> Topic:
+    """A topic a client asked for, created with the broker's defaults; ``__consumer_offsets``
+    the group coordinator's way (offsets.topic.*, compacted), as Kafka's auto-creation does."""
+    if name == OFFSETS_TOPIC:
+        await ctx.services.groups.ensure_offsets_topic()
+        return ctx.services.topics.get(name)
+    return await ctx.services.topics.auto_create(name)
 
 
 #: Where Kafka's answer puts a requested topic: unknown ids, then the topics it has,
@@ -128,10 +59,10 @@ UNKNOWN_ID, EXISTING, MISSING = range(3)
 
 async def requested_topics(ctx: RequestContext, request: MetadataRequest):
     """Yield (place, topic or error topic) for each requested topic, creating as allowed."""
-    topics = ctx.broker.topics
+    topics = ctx.services.topics
     allow_create = (
         ctx.api_version < AUTO_CREATE_FROM or request.allow_auto_topic_creation
-    ) and ctx.broker.config.get("auto.create.topics.enable")
+    ) and ctx.services.config().get("auto.create.topics.enable")
     seen = set()
     for wanted in request.topics:
         if wanted.name is None:
@@ -154,7 +85,7 @@ async def requested_topics(ctx: RequestContext, request: MetadataRequest):
                             if invalid
                             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                         )
-                    topic = await topics.auto_create(wanted.name)
+                    topic = await auto_create(ctx, wanted.name)
                 except KafkaError as exc:
                     yield MISSING, error_topic(exc.code, wanted.name)
                     continue
@@ -165,35 +96,35 @@ async def requested_topics(ctx: RequestContext, request: MetadataRequest):
 
 @api(metadata, 0, 12)
 async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
-    broker = ctx.broker
+    services = ctx.services
     authorized = request.include_topic_authorized_operations
     everything = request.topics is None or (ctx.api_version == 0 and not request.topics)
-    answers = broker.metadata_answers
+    answers = services.metadata_answers
     topics: list[MetadataResponseTopic | Encoded] = []
     if everything:
-        live = frozenset(broker.live_broker_ids())
-        for topic in broker.topics.all():
-            topics.append(answers.get(ctx, topic, authorized, live))
+        live = frozenset(services.cluster.live_broker_ids())
+        for topic in services.topics.all():
+            topics.append(answers.get(ctx.api_version, topic, authorized, live))
     else:
         placed = []
         async for place, item in requested_topics(ctx, request):
             if not isinstance(item, MetadataResponseTopic):
-                live = frozenset(broker.live_broker_ids())
-                item = answers.get(ctx, item, authorized, live)
+                live = frozenset(services.cluster.live_broker_ids())
+                item = answers.get(ctx.api_version, item, authorized, live)
             placed.append((place, item))
         placed.sort(key=lambda pair: pair[0])  # stable: request order within each place
         topics = [item for _, item in placed]
-    existing = broker.cluster.topics()
+    existing = services.cluster.topics()
     if len(answers) > len(existing) + 64:  # deleted topics' entries
         answers.prune(existing.keys())
     brokers = [
         MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-        for b in broker.live_brokers(ctx.listener)
+        for b in services.cluster.live_brokers(ctx.listener)
     ]
     return MetadataResponse(
         brokers=brokers,
-        cluster_id=broker.cluster_id,
-        controller_id=broker.controller_id(),
+        cluster_id=services.cluster.cluster_id,
+        controller_id=services.cluster.controller_id(),
         topics=topics,
         cluster_authorized_operations=(
             CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else NO_OPERATIONS

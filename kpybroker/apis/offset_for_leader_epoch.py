@@ -12,7 +12,8 @@ returning follower to find where its log diverged.
 
 from __future__ import annotations
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import KafkaError
 from kpybroker.protocol.messages import offset_for_leader_epoch
 from kpybroker.protocol.messages.offset_for_leader_epoch import (
@@ -27,7 +28,7 @@ from kpybroker.protocol.messages.offset_for_leader_epoch import (
 async def handle_offset_for_leader_epoch(
     ctx: RequestContext, request: OffsetForLeaderEpochRequest
 ) -> OffsetForLeaderEpochResponse:
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     topics = []
     for topic in request.topics:
         results = []

@@ -28,8 +28,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kpybroker.apis.groups import caller_of
-from kpybroker.apis.registry import RequestContext, api
-from kpybroker.coordinator.offsets import PartitionErrors
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
+from kpybroker.coordinator.committed_offsets import PartitionErrors
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import offset_commit, offset_delete, offset_fetch
 from kpybroker.protocol.messages.offset_commit import (
@@ -54,17 +55,17 @@ from kpybroker.protocol.messages.offset_fetch import (
 )
 
 if TYPE_CHECKING:
-    from kpybroker.broker import Broker
+    from kpybroker.apis.support.context import Services
 
 GROUPED_FETCH_FROM = 8
 FETCH_TOP_LEVEL_ERROR_FROM = 2
 
 
-def answer_unknown(broker: Broker, request: Any, answers: PartitionErrors) -> None:
+def answer_unknown(services: Services, request: Any, answers: PartitionErrors) -> None:
     """Answer the request's partitions that do not exist; leave only the others in it."""
     known = []
     for topic in request.topics:
-        meta = broker.topics.get(topic.name)
+        meta = services.topics.get(topic.name)
         existing = meta.partitions if meta is not None else {}
         for p in topic.partitions:
             if p.partition_index not in existing:
@@ -80,9 +81,9 @@ async def handle_offset_commit(
     ctx: RequestContext, request: OffsetCommitRequest
 ) -> OffsetCommitResponse:
     answers = PartitionErrors(OffsetCommitResponseTopic, OffsetCommitResponsePartition)
-    answer_unknown(ctx.broker, request, answers)
+    answer_unknown(ctx.services, request, answers)
     if request.topics:
-        response = await ctx.broker.coordinator.commit_offsets(caller_of(ctx), request)
+        response = await ctx.services.groups.commit_offsets(caller_of(ctx), request)
         answers.merge(response.topics)
     return OffsetCommitResponse(topics=answers.result())
 
@@ -92,9 +93,9 @@ async def handle_offset_delete(
     ctx: RequestContext, request: OffsetDeleteRequest
 ) -> OffsetDeleteResponse:
     answers = PartitionErrors(OffsetDeleteResponseTopic, OffsetDeleteResponsePartition)
-    answer_unknown(ctx.broker, request, answers)
+    answer_unknown(ctx.services, request, answers)
     # Called even with no partition left: the group's own errors still apply.
-    response = await ctx.broker.coordinator.delete_offsets(request)
+    response = await ctx.services.groups.delete_offsets(request)
     if response.error_code:
         return response
     answers.merge(response.topics)
@@ -105,7 +106,7 @@ async def handle_offset_delete(
 async def handle_offset_fetch(
     ctx: RequestContext, request: OffsetFetchRequest
 ) -> OffsetFetchResponse:
-    coordinator = ctx.broker.coordinator
+    coordinator = ctx.services.groups
     if ctx.api_version >= GROUPED_FETCH_FROM:
         return OffsetFetchResponse(groups=[coordinator.fetch_offsets(g) for g in request.groups])
     # v1-7 topics have the same fields (name, partition_indexes) as v8+ ones.

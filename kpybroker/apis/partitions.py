@@ -4,14 +4,15 @@ Versions: 0 is the original; 1 is the same wire (it let Kafka throttle); 2 is
 flexible; 3 is the same wire as 2. validate_only checks without creating.
 
 The rules and Kafka's messages (no decrease, the same replication factor, one
-assignment per new partition) live in kpybroker/topics.py beside create and delete.
+assignment per new partition) live in kpybroker/topic_admin.py beside create and delete.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import create_partitions
 from kpybroker.protocol.messages.create_partitions import (
@@ -38,7 +39,7 @@ async def handle_create_partitions(
                 if topic.assignments is None
                 else [list(a.broker_ids) for a in topic.assignments]
             )
-            await ctx.broker.topics.add_partitions(
+            await ctx.services.topics.add_partitions(
                 topic.name, topic.count, assignments, validate_only=request.validate_only
             )
         except KafkaError as exc:

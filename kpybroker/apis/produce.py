@@ -8,8 +8,14 @@ hint for NOT_LEADER_OR_FOLLOWER; 11 and 12 are the same wire as 10 (12 lets
 a transaction add partitions implicitly, KIP-890: without transactions it is
 11); 13 names topics by ID, and an unknown ID is UNKNOWN_TOPIC_ID.
 
-Nothing here decodes a record: the batch header and its CRC are checked,
-then the log stamps the offsets into the header and appends the bytes.
+This handler keeps the request's own concerns: acks, topic ids, internal
+topics, a batch Kafka's iterator cannot walk (which fails the whole request),
+and transactional batches (refused: there are no transactions). Every check
+of a partition's batch is ``kpybroker.log.produce_validator``'s, whose docstring
+gives their order: count, size, CRC, magic and zstd, then recompression into
+the topic's compression.type, both called here before the append, then the
+rest inside the log's append. No record is decoded unless the batch is
+recompressed or its topic compacted.
 
 With acks=all the answer waits, up to the request's ``timeout_ms``, for the
 high watermark to pass the batch, that is for every in-sync replica to hold
@@ -24,12 +30,16 @@ import asyncio
 import logging
 from typing import NamedTuple
 
-from kpybroker.apis.leadership import HINTED_ERRORS, leader_endpoints
-from kpybroker.apis.produce_validation import in_topic_codec
-from kpybroker.apis.registry import CloseConnection, RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.leadership import HINTED_ERRORS, leader_endpoints
+from kpybroker.apis.support.registry import CloseConnection, api
 from kpybroker.cluster.partition import Partition
-from kpybroker.log.record_validation import RecordValidationError
-from kpybroker.protocol import compression, records
+from kpybroker.log.produce_validator import (
+    RecordValidationError,
+    in_topic_codec,
+    validate_produced,
+)
+from kpybroker.protocol import records
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import produce
 from kpybroker.protocol.messages.produce import (
@@ -41,12 +51,11 @@ from kpybroker.protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from kpybroker.topics import INTERNAL_TOPICS
+from kpybroker.topic_admin import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 
 VALID_ACKS = (-1, 0, 1)
-ZSTD_MIN_PRODUCE_VERSION = 7
 NODE_ENDPOINTS_FROM = 10
 TOPIC_IDS_FROM = 13
 
@@ -64,37 +73,6 @@ NO_LOG_START_ERRORS = frozenset(
         ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
     }
 )
-ONE_BATCH = "Produce requests with version 3 or later must contain exactly one record batch"
-
-
-def validate_records(
-    data: memoryview | None, api_version: int, max_message_bytes: int
-) -> memoryview:
-    """Check a partition's records as Kafka does before appending; return the single batch.
-
-    A truncated batch counts as no batch, as in Kafka, whose batch iterator
-    stops at an incomplete one. Only the header and the CRC are checked.
-    """
-    size = -1 if data is None else records.batch_size(data)
-    if 0 <= size < records.BATCH_HEADER_SIZE:
-        # Kafka's batch iterator refuses a length below the minimum batch overhead.
-        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record batch size {size} is too small")
-    if size < 0 or size != len(data):
-        raise KafkaError(ErrorCode.INVALID_RECORD, ONE_BATCH)
-    if size > max_message_bytes:
-        raise KafkaError(
-            ErrorCode.MESSAGE_TOO_LARGE,
-            f"The record batch is {size} bytes, larger than the maximum allowed "
-            f"size of {max_message_bytes}",
-        )
-    header = records.validate_batch(data)
-    if header.compression == compression.ZSTD and api_version < ZSTD_MIN_PRODUCE_VERSION:
-        raise KafkaError(
-            ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "Produce requests with zstd need version 7+"
-        )
-    if header.is_transactional:
-        raise KafkaError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported")
-    return data
 
 
 class Appended(NamedTuple):
@@ -109,19 +87,21 @@ def produce_partition(
     ctx: RequestContext, topic: str, index: int, data: memoryview | None, acks: int
 ) -> tuple[PartitionProduceResponse, Appended | None]:
     """Append one partition's batch; the answer, and what was appended."""
-    broker = ctx.broker
+    services = ctx.services
     response = PartitionProduceResponse(index=index)
     partition = None
     try:
-        broker.replicas.check_known(topic, index)  # first, as Kafka's handleProduceRequest
+        services.replicas.check_known(topic, index)  # first, as Kafka's handleProduceRequest
         if topic in INTERNAL_TOPICS:
             raise KafkaError(
                 ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
             )
-        partition = broker.replicas.leader_partition(topic, index)
-        batch = validate_records(data, ctx.api_version, partition.log.config.max_message_bytes)
-        batch = in_topic_codec(batch, partition.log.config)
-        result = partition.append_as_leader(batch, required_acks=acks)
+        partition = services.replicas.leader_partition(topic, index)
+        config = partition.log.config
+        batch = validate_produced(data, config, ctx.api_version)
+        if batch.header.is_transactional:
+            raise KafkaError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported")
+        result = partition.append_as_leader(in_topic_codec(batch, config), required_acks=acks)
     except KafkaError as exc:
         response.error_code = exc.code
         response.base_offset = -1
@@ -129,7 +109,7 @@ def produce_partition(
             # As Kafka's ReplicaManager: failures other than these report the log start.
             response.log_start_offset = partition.log.log_start_offset
         if exc.code in HINTED_ERRORS:
-            hint = broker.replicas.leader_hint(topic, index)
+            hint = services.replicas.leader_hint(topic, index)
             response.current_leader = LeaderIdAndEpoch(hint.leader_id, hint.leader_epoch)
         if isinstance(exc, RecordValidationError):  # e.g. keyless records, compacted topic
             # The only produce errors whose message Kafka sends (``hasCustomErrorMessage``).
@@ -219,7 +199,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     for topic_data in request.topic_data:
         name = topic_data.name
         if by_id:
-            topic = ctx.broker.topics.by_id(topic_data.topic_id)
+            topic = ctx.services.topics.by_id(topic_data.topic_id)
             name = None if topic is None else topic.name
         parts = []
         for pd in topic_data.partition_data:

@@ -17,7 +17,9 @@ NOT_LEADER_OR_FOLLOWER.
 
 from __future__ import annotations
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
+from kpybroker.metadata.topic_names import topic_name_error
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import describe_producers
 from kpybroker.protocol.messages.describe_producers import (
@@ -28,7 +30,6 @@ from kpybroker.protocol.messages.describe_producers import (
     TopicRequest,
     TopicResponse,
 )
-from kpybroker.topics import topic_name_error
 
 
 def topic_error(ctx: RequestContext, name: str) -> KafkaError | None:
@@ -36,7 +37,7 @@ def topic_error(ctx: RequestContext, name: str) -> KafkaError | None:
     message = topic_name_error(name)
     if message is not None:
         return KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, message)
-    if ctx.broker.topics.get(name) is None:
+    if ctx.services.topics.get(name) is None:
         return KafkaError.with_default_message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     return None
 
@@ -44,7 +45,7 @@ def topic_error(ctx: RequestContext, name: str) -> KafkaError | None:
 def partition_producers(ctx: RequestContext, topic: str, index: int) -> PartitionResponse:
     response = PartitionResponse(partition_index=index)
     try:
-        partition = ctx.broker.replicas.partition_for(topic, index, require_leader=False)
+        partition = ctx.services.replicas.partition_for(topic, index, require_leader=False)
     except KafkaError as exc:
         response.error_code, response.error_message = exc.code, exc.message
         return response

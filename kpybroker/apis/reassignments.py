@@ -14,7 +14,8 @@ replicas being added and removed. Every broker answers it from its metadata cach
 
 from __future__ import annotations
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.cluster.controller import NotControllerError
 from kpybroker.protocol.messages import alter_partition_reassignments, list_partition_reassignments
 from kpybroker.protocol.messages.alter_partition_reassignments import (
@@ -45,7 +46,7 @@ async def handle_alter_partition_reassignments(
         for p in topic.partitions
     }
     try:
-        outcomes = await ctx.broker.controller.reassign(
+        outcomes = await ctx.services.controller.reassign(
             targets, request.allow_replication_factor_change
         )
     except NotControllerError as exc:
@@ -68,7 +69,7 @@ async def handle_alter_partition_reassignments(
 async def handle_list_partition_reassignments(
     ctx: RequestContext, request: ListPartitionReassignmentsRequest
 ) -> ListPartitionReassignmentsResponse:
-    topics = ctx.broker.cluster.topics()
+    topics = ctx.services.cluster.topics()
     if request.topics is None:
         wanted = {name: None for name in sorted(topics)}
     else:

@@ -40,12 +40,12 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kpybroker.cluster import elections, reassignments
-from kpybroker.cluster.settings import ReplicationSettings
-from kpybroker.metadata.cluster import (
+from kpybroker.cluster import elections, replica_moves
+from kpybroker.cluster.replication_settings import ReplicationSettings
+from kpybroker.metadata.cluster_metadata import ClusterMetadata
+from kpybroker.metadata.model import (
     Assignment,
     ChangeKind,
-    ClusterMetadata,
     MetadataChange,
     PartitionMetadata,
     PartitionState,
@@ -341,11 +341,11 @@ class Controller:
                         if meta is None
                         else f"Unable to find partition {topic}:{partition}.",
                     )
-                assignment = reassignments.start(pm, target, live, allow_rf_change)
+                assignment = replica_moves.start(pm, target, live, allow_rf_change)
                 # Replicas dropped at once (a cancellation, a new target) first give up
                 # leadership and their ISR places, as Kafka changes both together.
                 if pm.state is not None and set(pm.replicas) - set(assignment.replicas):
-                    fitted = reassignments.fitted_state(
+                    fitted = replica_moves.fitted_state(
                         pm.state, assignment.replicas, live, self.epoch
                     )
                     if fitted is not None:
@@ -379,17 +379,17 @@ class Controller:
         done = [
             (topic, pm)
             for topic, pm in self._in_scope(scope)
-            if reassignments.ready_to_complete(pm)
+            if replica_moves.ready_to_complete(pm)
         ]
         if done:
             await asyncio.gather(*(self._complete(topic, pm) for topic, pm in done))
 
     async def _complete(self, topic: str, pm: PartitionMetadata) -> None:
-        target = reassignments.target_replicas(pm)
+        target = replica_moves.target_replicas(pm)
         assert pm.state is not None
         live = self.cluster.live_brokers().keys()
         try:
-            fitted = reassignments.fitted_state(pm.state, target, live, self.epoch)
+            fitted = replica_moves.fitted_state(pm.state, target, live, self.epoch)
         except KafkaError:
             return  # no target replica can lead yet: a later pass will see one
         if fitted is not None:

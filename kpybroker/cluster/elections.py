@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from kpybroker.metadata.cluster import NO_LEADER, PartitionState
+from kpybroker.metadata.model import NO_LEADER, PartitionState
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 

@@ -24,9 +24,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from kpybroker.cluster.isr import FollowerProgress, fresh_progress
+from kpybroker.cluster.follower_progress import FollowerProgress, fresh_progress
 from kpybroker.log.partition_log import AppendResult, PartitionLog, ReadResult
-from kpybroker.metadata.cluster import PartitionMetadata
+from kpybroker.metadata.model import PartitionMetadata
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)

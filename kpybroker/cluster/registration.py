@@ -15,7 +15,8 @@ import logging
 import time
 from collections.abc import Sequence
 
-from kpybroker.metadata.cluster import BrokerIdInUseError, ClusterMetadata, Endpoint
+from kpybroker.metadata.cluster_metadata import ClusterMetadata
+from kpybroker.metadata.model import BrokerIdInUseError, Endpoint
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from kpybroker.cluster.broker_client import BrokerConnection, BrokerConnectionError
 from kpybroker.cluster.partition import Partition
-from kpybroker.cluster.settings import ReplicationSettings
+from kpybroker.cluster.replication_settings import ReplicationSettings
 from kpybroker.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kpybroker.log.partition_log import PartitionLog
 from kpybroker.protocol._codec import DecodeError

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from kpybroker.cluster.isr import IsrWriter
 from kpybroker.cluster.partition import Partition, Transition, monotonic_ms
 from kpybroker.cluster.replica_fetcher import FetcherManager
-from kpybroker.cluster.settings import ReplicationSettings
-from kpybroker.log.config import LogConfig
+from kpybroker.cluster.replication_settings import ReplicationSettings
+from kpybroker.log.log_config import LogConfig
 from kpybroker.log.log_manager import LogManager
-from kpybroker.metadata.cluster import NO_LEADER, ClusterMetadata, Endpoint
+from kpybroker.metadata.cluster_metadata import ClusterMetadata
+from kpybroker.metadata.model import NO_LEADER, Endpoint
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)

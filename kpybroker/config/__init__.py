@@ -5,7 +5,7 @@ DescribeConfigs and the generated docs read. ``BrokerConfig`` is the broker's ty
 configuration; the topic functions derive a topic's effective config from it.
 """
 
-from kpybroker.config.broker import (
+from kpybroker.config.broker_config import (
     SECURITY_PROTOCOLS,
     BrokerConfig,
     ConfigSynonym,

@@ -9,7 +9,10 @@ so in ``kafka_default``. Docs are short summaries in our words; Kafka's document
 full text.
 
 ``enforced`` marks what kpybroker acts on. Whoever makes kpybroker honour another config flips
-its flag here, so that the generated docs stay true.
+its flag here, so that the generated docs stay true; tests/unit/test_config_sources.py fails
+when a config marked enforced is read by no code, or one that code reads is not marked.
+Replication and the coordinator take their keys and defaults from here (``broker_setting``);
+the log layer's settings name theirs and the same test compares their defaults with these.
 """
 
 from kpybroker.config.core import (
@@ -27,6 +30,7 @@ from kpybroker.config.core import (
     UpdateMode,
     index_keys,
 )
+from kpybroker.log.log_config import CREATE_TIME, LOG_APPEND_TIME
 
 BOOLEAN = ConfigType.BOOLEAN
 STRING = ConfigType.STRING
@@ -167,8 +171,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="How long a KRaft broker waits for its first registration to succeed."),
     ConfigKey("eligible.leader.replicas.enable", BOOLEAN, False, HIGH,
               doc="Kafka 3.9 preview of eligible leader replicas (KIP-966)."),
-    ConfigKey("metadata.log.dir", STRING, None, HIGH,
-              doc="Where the KRaft metadata log lives; defaults to the first log directory."),
+    ConfigKey("metadata.log.dir", STRING, None, HIGH, enforced=True,
+              doc="Where the KRaft metadata log lives; defaults to the first log directory. "
+                  "kpybroker keeps its built-in metadata store there (without "
+                  "zookeeper.connect)."),
     ConfigKey("metadata.log.segment.bytes", INT, 1_073_741_824, HIGH, valid=Range(12),
               doc="Largest segment of the KRaft metadata log."),
     ConfigKey("metadata.log.segment.min.bytes", INT, 8_388_608, HIGH, valid=Range(12),
@@ -245,7 +251,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "first."),
     ConfigKey("socket.connection.setup.timeout.max.ms", LONG, 30_000, MEDIUM,
               doc="Upper bound of the exponentially growing connection setup timeout."),
-    ConfigKey("connections.max.idle.ms", LONG, 600_000, MEDIUM, enforced=True,
+    ConfigKey("connections.max.idle.ms", LONG, 600_000, MEDIUM,
               doc="Idle connections are closed after this long."),
     ConfigKey("connections.max.reauth.ms", LONG, 0, MEDIUM,
               doc="Longest time an authenticated session lasts before the client must "
@@ -315,7 +321,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Kafka 3.x: share of non-preferred leaders on a broker that triggers a "
                   "rebalance."),
     ConfigKey("max.request.partition.size.limit", INT, 2000, MEDIUM, valid=Range(1),
-              doc="Most partitions a CreateTopics or CreatePartitions request may create."),
+              enforced=True,
+              doc="Most partitions one DescribeTopicPartitions response lists; a cursor says "
+                  "where the next page starts."),
 
     # --- Log storage ------------------------------------------------------------------------------
     ConfigKey("log.dirs", STRING, None, HIGH, enforced=True,
@@ -385,8 +393,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("log.cleanup.policy", LIST, ("delete",), MEDIUM, valid=EachOneOf("compact", "delete"),
               mode=CLUSTER_WIDE, enforced=True,
               doc="What happens to old segments: delete, compact, or both (comma separated)."),
-    ConfigKey("log.message.timestamp.type", STRING, "CreateTime", MEDIUM,
-              valid=OneOf("CreateTime", "LogAppendTime"), mode=CLUSTER_WIDE, enforced=True,
+    ConfigKey("log.message.timestamp.type", STRING, CREATE_TIME, MEDIUM,
+              valid=OneOf(CREATE_TIME, LOG_APPEND_TIME), mode=CLUSTER_WIDE, enforced=True,
               doc="Timestamp stored in batches: the producer's CreateTime or the broker's "
                   "LogAppendTime."),
     ConfigKey("log.message.timestamp.before.max.ms", LONG, LONG_MAX, MEDIUM, valid=Range(0),
@@ -489,12 +497,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Kafka 3.x: attempts at a controlled shutdown before an unclean one."),
     ConfigKey("controlled.shutdown.retry.backoff.ms", LONG, 5000, MEDIUM,
               doc="Kafka 3.x: pause between controlled shutdown attempts."),
-    ConfigKey("fetch.max.bytes", INT, 57_671_680, MEDIUM, valid=Range(1024), enforced=True,
+    ConfigKey("fetch.max.bytes", INT, 57_671_680, MEDIUM, valid=Range(1024),
               doc="Most bytes the broker returns for one consumer fetch request (at least one "
                   "batch is always returned)."),
     ConfigKey("max.incremental.fetch.session.cache.slots", INT, 1000, MEDIUM, valid=Range(0),
-              enforced=True,
-              doc="Most incremental fetch sessions (KIP-227) the broker keeps."),
+              doc="Most incremental fetch sessions (KIP-227) the broker keeps. kpybroker opens "
+                  "none: every fetch is a full one."),
     ConfigKey("fetch.purgatory.purge.interval.requests", INT, 1000, MEDIUM,
               doc="Completed entries after which the fetch purgatory is purged."),
     ConfigKey("producer.purgatory.purge.interval.requests", INT, 1000, MEDIUM,
@@ -552,10 +560,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("offsets.topic.segment.bytes", INT, 104_857_600, HIGH, valid=Range(1), enforced=True,
               doc="Segment size of __consumer_offsets, kept small for fast compaction and "
                   "loading."),
-    ConfigKey("offsets.topic.compression.codec", INT, 0, HIGH,
+    ConfigKey("offsets.topic.compression.codec", INT, 0, HIGH, enforced=True,
               doc="Compression codec id for writes to __consumer_offsets (0 none, 1 gzip, 2 "
                   "snappy, 3 lz4, 4 zstd)."),
-    ConfigKey("offsets.load.buffer.size", INT, 5_242_880, HIGH, valid=Range(1),
+    ConfigKey("offsets.load.buffer.size", INT, 5_242_880, HIGH, valid=Range(1), enforced=True,
               doc="Read buffer size used when loading offsets into the coordinator's cache."),
     ConfigKey("offsets.commit.timeout.ms", INT, 5000, HIGH, valid=Range(1), enforced=True,
               doc="How long an offset commit waits for replication before it times out."),
@@ -637,19 +645,17 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
 
     # --- Transactions and idempotent producers ----------------------------------------------------
     ConfigKey("transactional.id.expiration.ms", INT, 604_800_000, HIGH, valid=Range(1),
-              enforced=True,
               doc="A transactional id with no transaction status update for this long expires."),
-    ConfigKey("transaction.max.timeout.ms", INT, 900_000, HIGH, valid=Range(1), enforced=True,
+    ConfigKey("transaction.max.timeout.ms", INT, 900_000, HIGH, valid=Range(1),
               doc="Longest transaction timeout a producer may ask for."),
-    ConfigKey("transaction.state.log.num.partitions", INT, 50, HIGH, valid=Range(1), enforced=True,
+    ConfigKey("transaction.state.log.num.partitions", INT, 50, HIGH, valid=Range(1),
               doc="Partitions of __transaction_state. Fixed once the topic exists."),
     ConfigKey("transaction.state.log.replication.factor", SHORT, 1, HIGH, valid=Range(1),
-              enforced=True, kafka_default="3",
+              kafka_default="3",
               doc="Replication factor of __transaction_state; creating it fails until this many "
                   "brokers are up. kpybroker defaults to 1 (Kafka: 3) for the same reason as "
                   "offsets.topic.replication.factor."),
-    ConfigKey("transaction.state.log.min.isr", INT, 1, HIGH, valid=Range(1), enforced=True,
-              kafka_default="2",
+    ConfigKey("transaction.state.log.min.isr", INT, 1, HIGH, valid=Range(1), kafka_default="2",
               doc="min.insync.replicas of __transaction_state. kpybroker defaults to 1 (Kafka: "
                   "2), matching its replication factor default."),
     ConfigKey("transaction.state.log.segment.bytes", INT, 104_857_600, HIGH, valid=Range(1),

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import IntEnum, StrEnum
 
+# Java's MAX_VALUEs are defined once, in the log layer (below this one); re-exported here.
+from kpybroker.log.log_config import DOUBLE_MAX as DOUBLE_MAX
+from kpybroker.log.log_config import INT_MAX as INT_MAX
+from kpybroker.log.log_config import LONG_MAX as LONG_MAX
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-
-INT_MAX = 2**31 - 1
-LONG_MAX = 2**63 - 1
-DOUBLE_MAX = sys.float_info.max
 
 HOUR_MS = 60 * 60 * 1000
 MINUTE_MS = 60 * 1000

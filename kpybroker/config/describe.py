@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kpybroker.config.broker import BrokerConfig, ConfigSynonym, broker_config_synonyms
+from kpybroker.config.broker_config import BrokerConfig, ConfigSynonym, broker_config_synonyms
 from kpybroker.config.broker_table import BROKER_CONFIGS
 from kpybroker.config.core import ConfigKey, ConfigSource
 from kpybroker.config.topic import effective_topic_config, topic_config_synonyms

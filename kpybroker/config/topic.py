@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kpybroker.config.broker import BrokerConfig, ConfigSynonym
+from kpybroker.config.broker_config import BrokerConfig, ConfigSynonym
 from kpybroker.config.core import ConfigError, ConfigSource, java_str
 from kpybroker.config.topic_table import TOPIC_CONFIGS
 

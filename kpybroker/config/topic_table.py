@@ -6,6 +6,10 @@ and message.downconversion.enable are gone there, so a topic that names them is 
 Kafka 4.0 refuses it. ``synonyms`` lists the broker configs whose value becomes the topic's
 default, the first one set winning, so DescribeConfigs can report synonyms and sources.
 Topic configs can always be altered (``mode=PER_TOPIC``).
+
+A config the log acts on also has a ``LogConfig`` field (kpybroker/log/log_config.py) that names it
+and repeats its default, since the log layer cannot import this one;
+tests/unit/test_config_sources.py fails when the two differ.
 """
 
 from kpybroker.config.core import (
@@ -21,6 +25,7 @@ from kpybroker.config.core import (
     UpdateMode,
     index_keys,
 )
+from kpybroker.log.log_config import CREATE_TIME, LOG_APPEND_TIME
 
 BOOLEAN, STRING, INT, LONG = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG
 DOUBLE, LIST = ConfigType.DOUBLE, ConfigType.LIST
@@ -123,8 +128,8 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("compression.zstd.level", INT, 3, MEDIUM, valid=Range(-131_072, 22), mode=PER_TOPIC,
               synonyms=("compression.zstd.level",),
               doc="zstd level used when the broker compresses."),
-    ConfigKey("message.timestamp.type", STRING, "CreateTime", MEDIUM,
-              valid=OneOf("CreateTime", "LogAppendTime"), mode=PER_TOPIC, enforced=True,
+    ConfigKey("message.timestamp.type", STRING, CREATE_TIME, MEDIUM,
+              valid=OneOf(CREATE_TIME, LOG_APPEND_TIME), mode=PER_TOPIC, enforced=True,
               synonyms=("log.message.timestamp.type",),
               doc="Timestamp stored in batches: the producer's CreateTime or the broker's "
                   "LogAppendTime."),

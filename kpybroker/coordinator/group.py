@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kpybroker.coordinator.interface import Token
-from kpybroker.coordinator.records import OffsetAndMetadata
+from kpybroker.coordinator.offsets_topic_records import OffsetAndMetadata
 from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.consumer_protocol_subscription import (

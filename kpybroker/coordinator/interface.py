@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kpybroker.coordinator.records import CoordinatorRecord
+from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord
 from kpybroker.protocol.errors import ErrorCode
 
 Token = int

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from kpybroker.coordinator.records import CoordinatorRecord, decode_batch
+from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, decode_batch
 from kpybroker.protocol.errors import KafkaError
 from kpybroker.protocol.records import iter_batches
 

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.group import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -43,8 +44,7 @@ from kpybroker.coordinator.interface import (
     Token,
     coordinator_error,
 )
-from kpybroker.coordinator.records import GroupRecord
-from kpybroker.coordinator.settings import CoordinatorSettings
+from kpybroker.coordinator.offsets_topic_records import GroupRecord
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.describe_groups import DescribedGroup, DescribedGroupMember
 from kpybroker.protocol.messages.group_metadata_value import GroupMetadataValue, MemberMetadata

@@ -30,26 +30,42 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import Append, Effects, SetTimer, TimerKey, Token
 from kpybroker.coordinator.loader import read_partition
+from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, encode_batch
 from kpybroker.coordinator.partitioning import OFFSETS_TOPIC, partition_for
-from kpybroker.coordinator.records import CoordinatorRecord, encode_batch
-from kpybroker.coordinator.settings import CoordinatorSettings
 from kpybroker.coordinator.shard import CoordinatorShard
-from kpybroker.metadata.cluster import ChangeKind, MetadataChange
+from kpybroker.metadata.model import ChangeKind, MetadataChange
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
-    from kpybroker.broker import Broker
     from kpybroker.cluster.partition import Partition
+    from kpybroker.cluster.replica_manager import ReplicaManager
+    from kpybroker.metadata.cluster_metadata import ClusterMetadata
+    from kpybroker.topic_admin import TopicManager
 
 log = logging.getLogger(__name__)
 
 
 class CoordinatorRuntime:
-    def __init__(self, broker: Broker, settings: CoordinatorSettings) -> None:
-        self.broker = broker
+    """Drives the shards of the ``__consumer_offsets`` partitions this broker leads.
+
+    It follows leadership through the cluster metadata's changes and the
+    replicas, and creates the topic through the topic administration.
+    """
+
+    def __init__(
+        self,
+        settings: CoordinatorSettings,
+        cluster: ClusterMetadata,
+        replicas: ReplicaManager,
+        topics: TopicManager,
+    ) -> None:
         self.settings = settings
+        self.cluster = cluster
+        self.replicas = replicas
+        self.topics = topics
         self.shards: dict[int, CoordinatorShard] = {}
         self.active = False
         self._loading: dict[int, asyncio.Task] = {}
@@ -65,7 +81,7 @@ class CoordinatorRuntime:
     async def start(self) -> None:
         """Load every partition this broker leads before the broker accepts clients."""
         self.active = True
-        self.broker.cluster.add_listener(self._on_metadata_change)
+        self.cluster.add_listener(self._on_metadata_change)
         self.reconcile()
         await self.wait_loaded()
         self._schedule_expiry()
@@ -74,7 +90,7 @@ class CoordinatorRuntime:
         if not self.active:
             return
         self.active = False
-        self.broker.cluster.remove_listener(self._on_metadata_change)
+        self.cluster.remove_listener(self._on_metadata_change)
         if self._expiry is not None:
             self._expiry.cancel()
         for task in [*self._loading.values(), *self._replicating]:
@@ -88,7 +104,7 @@ class CoordinatorRuntime:
             return
         if change.name == OFFSETS_TOPIC:
             self.reconcile()
-        elif change.kind == ChangeKind.TOPIC and change.name not in self.broker.cluster.topics():
+        elif change.kind == ChangeKind.TOPIC and change.name not in self.cluster.topics():
             for shard in list(self.shards.values()):
                 self.apply(shard, shard.topic_deleted(change.name))
 
@@ -97,7 +113,7 @@ class CoordinatorRuntime:
     def led_partitions(self) -> set[int]:
         return {
             index
-            for (topic, index), partition in self.broker.replicas.partitions.items()
+            for (topic, index), partition in self.replicas.partitions.items()
             if topic == OFFSETS_TOPIC and partition.is_leader
         }
 
@@ -127,7 +143,7 @@ class CoordinatorRuntime:
         started = time.monotonic()
         shard = CoordinatorShard(index, self.settings)
         try:
-            partition = self.broker.replicas.get(OFFSETS_TOPIC, index)
+            partition = self.replicas.get(OFFSETS_TOPIC, index)
             chunk = self.settings.offsets_load_buffer_bytes
             async for records in read_partition(partition.log, chunk):
                 for record in records:
@@ -161,7 +177,7 @@ class CoordinatorRuntime:
 
     def partition_count(self) -> int:
         """The topic's partition count once it exists (it may differ from the config)."""
-        topic = self.broker.topics.get(OFFSETS_TOPIC)
+        topic = self.topics.get(OFFSETS_TOPIC)
         return len(topic.partitions) if topic else self.settings.offsets_topic_partitions
 
     def partition_for(self, group_id: str) -> int:
@@ -186,11 +202,11 @@ class CoordinatorRuntime:
         for ``offsets.topic.replication.factor``).
         """
         async with self._create_lock:
-            if self.broker.topics.get(OFFSETS_TOPIC) is None:
+            if self.topics.get(OFFSETS_TOPIC) is None:
                 settings = self.settings
                 log.info("creating %s", OFFSETS_TOPIC)
                 try:
-                    await self.broker.topics.create(
+                    await self.topics.create(
                         OFFSETS_TOPIC,
                         num_partitions=settings.offsets_topic_partitions,
                         replication_factor=settings.offsets_topic_replication_factor,
@@ -254,7 +270,7 @@ class CoordinatorRuntime:
         """Append one batch: (error, the partition, the offset the high watermark must reach)."""
         partition = None
         try:
-            partition = self.broker.replicas.leader_partition(OFFSETS_TOPIC, index)
+            partition = self.replicas.leader_partition(OFFSETS_TOPIC, index)
             batch = encode_batch(records, self.settings.offsets_topic_compression)
             result = partition.append_as_leader(batch, required_acks=-1)
         except KafkaError as exc:

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
+from kpybroker.coordinator.committed_offsets import commit_error_response
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import Caller, Effects, Token
 from kpybroker.coordinator.membership import join_error
-from kpybroker.coordinator.offsets import commit_error_response
 from kpybroker.coordinator.partitioning import OFFSETS_TOPIC
 from kpybroker.coordinator.runtime import CoordinatorRuntime
-from kpybroker.coordinator.settings import CoordinatorSettings
 from kpybroker.coordinator.shard import CoordinatorShard
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
@@ -36,17 +36,28 @@ from kpybroker.protocol.messages.offset_fetch import (
 from kpybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 if TYPE_CHECKING:
-    from kpybroker.broker import Broker
+    from kpybroker.cluster.replica_manager import ReplicaManager
+    from kpybroker.metadata.cluster_metadata import ClusterMetadata
+    from kpybroker.topic_admin import TopicManager
 
 R = TypeVar("R")
 Event = Callable[[CoordinatorShard, Token], Effects]
 
 
 class GroupCoordinator:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.settings = CoordinatorSettings.from_config(broker.config)
-        self.runtime = CoordinatorRuntime(broker, self.settings)
+    """The classic group protocol and committed offsets, for the request handlers."""
+
+    def __init__(
+        self,
+        settings: CoordinatorSettings,
+        cluster: ClusterMetadata,
+        replicas: ReplicaManager,
+        topics: TopicManager,
+    ) -> None:
+        self.settings = settings
+        self.cluster = cluster
+        self.topics = topics
+        self.runtime = CoordinatorRuntime(settings, cluster, replicas, topics)
 
     async def start(self) -> None:
         await self.runtime.start()
@@ -61,6 +72,10 @@ class GroupCoordinator:
         except KafkaError as exc:
             return on_error(exc.code)
 
+    async def ensure_offsets_topic(self) -> None:
+        """Create ``__consumer_offsets`` the coordinator's way (offsets.topic.*), if missing."""
+        await self.runtime.ensure_offsets_topic()
+
     # -- FindCoordinator ------------------------------------------------------------
 
     async def find_coordinator(self, group_id: str) -> tuple[ErrorCode, int]:
@@ -71,9 +86,9 @@ class GroupCoordinator:
             await self.runtime.ensure_offsets_topic()
         except KafkaError:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-        topic = self.broker.topics.get(OFFSETS_TOPIC)
+        topic = self.topics.get(OFFSETS_TOPIC)
         state = topic.partitions.get(self.runtime.partition_for(group_id)) if topic else None
-        if state is None or state.leader not in self.broker.live_broker_ids():
+        if state is None or state.leader not in self.cluster.live_brokers():
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
         return ErrorCode.NONE, state.leader
 

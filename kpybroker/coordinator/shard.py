@@ -17,6 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
+from kpybroker.coordinator.committed_offsets import Expired, OffsetManager
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.group import DEAD, EMPTY
 from kpybroker.coordinator.interface import (
     Append,
@@ -27,9 +29,7 @@ from kpybroker.coordinator.interface import (
     coordinator_error,
 )
 from kpybroker.coordinator.membership import Membership
-from kpybroker.coordinator.offsets import Expired, OffsetManager
-from kpybroker.coordinator.records import CoordinatorRecord, GroupRecord, OffsetRecord
-from kpybroker.coordinator.settings import CoordinatorSettings
+from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, GroupRecord, OffsetRecord
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
 from kpybroker.protocol.messages.describe_groups import DescribedGroup

@@ -39,9 +39,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-log = logging.getLogger(__name__)
+from kpybroker.log.log_config import INT_MAX
 
-INT32_MAX = (1 << 31) - 1
+log = logging.getLogger(__name__)
 
 
 class CorruptIndexError(ValueError):
@@ -231,7 +231,7 @@ class SparseIndex:
 
     def can_append_offset(self, offset: int) -> bool:
         """Whether ``offset`` fits the int32 relative offset of this segment's index entries."""
-        return 0 <= offset - self.base_offset <= INT32_MAX
+        return 0 <= offset - self.base_offset <= INT_MAX
 
 
 class OffsetIndex(SparseIndex):

@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kpybroker.log.batch_filter import CleaningRound
-from kpybroker.log.cleaner import (
+from kpybroker.log.compaction_pass import (
     MB,
     Cleaner,
     CleanerStats,
     CleaningAborted,
     group_segments_by_size,
 )
-from kpybroker.log.cleaner_manager import CleanerManager, LogsView, LogToClean, TopicPartition
-from kpybroker.log.config import CleanerConfig
+from kpybroker.log.compaction_schedule import CleanerManager, LogsView, LogToClean, TopicPartition
+from kpybroker.log.log_config import CleanerConfig
 from kpybroker.log.names import CLEANED_SUFFIX
 from kpybroker.log.segment import Segment, remove_segment_files
 

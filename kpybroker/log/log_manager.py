@@ -30,8 +30,8 @@ from kpybroker.log.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from kpybroker.log.config import LogConfig, LogManagerConfig
 from kpybroker.log.log_cleaner import LogCleaner
+from kpybroker.log.log_config import LogConfig, LogManagerConfig
 from kpybroker.log.metadata_files import (
     ensure_meta_properties,
     take_clean_shutdown,

@@ -1,9 +1,10 @@
 """One partition's log: a ``<topic>-<partition>`` directory of segments (Kafka's ``UnifiedLog``
 and ``LocalLog``, without tiered storage or transactions).
 
-Appends stamp the offset and leader epoch into the batch header (neither is under
-the CRC), check idempotent-producer state, and write the bytes with one
-``os.write``; no record is decoded. Reads return file ranges of whole batches
+Appends run the log's share of ``produce_validator``'s checks, check
+idempotent-producer state, stamp the offset and leader epoch into the batch header
+(neither is under the CRC) and write the bytes with one ``os.write``; no record is
+decoded but the keys of a compacted topic's batches. Reads return file ranges of whole batches
 for ``sendfile``. Nothing here fsyncs on the append path unless ``flush.messages``
 or ``flush.ms`` asks for it: durability otherwise comes from the periodic flush
 of rolled segments (``maintain``) and from replication, as in Kafka.
@@ -28,12 +29,17 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kpybroker.log.checkpoint import fsync_dir
-from kpybroker.log.config import LONG_MAX, LogConfig
 from kpybroker.log.leader_epoch import LeaderEpochCache
+from kpybroker.log.log_config import LONG_MAX, LogConfig
 from kpybroker.log.metadata_files import read_partition_metadata, write_partition_metadata
 from kpybroker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX, delete_dir_name
+from kpybroker.log.produce_validator import (
+    CheckedBatch,
+    broker_batch,
+    validate_append,
+    validate_timestamps,
+)
 from kpybroker.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
-from kpybroker.log.record_validation import RecordValidationError, check_keys_for_compaction
 from kpybroker.log.recovery import load_log, rebuild_producer_state
 from kpybroker.log.retention import (
     SegmentPredicate,
@@ -47,7 +53,6 @@ from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import (
     BatchHeader,
     iter_batches,
-    parse_header,
     set_log_append_time,
     stamp_batch,
     validate_batch,
@@ -203,37 +208,27 @@ class PartitionLog:
 
     # -- appending --------------------------------------------------------------
 
-    def append(self, batch: bytearray | memoryview, leader_epoch: int) -> AppendResult:
-        """Append one produced batch, already validated (CRC, header) by the caller.
+    def append(
+        self, batch: CheckedBatch | bytearray | memoryview, leader_epoch: int
+    ) -> AppendResult:
+        """Append one batch as leader: a produced one (``CheckedBatch``, which the Produce
+        path's checks of ``produce_validator`` made, with its header) or one the broker
+        built (bytes: the coordinator's, tools', tests').
 
-        Stamps the base offset and leader epoch into ``batch`` in place, and for
+        The rest of ``produce_validator``'s checks run here, in its order:
+        MESSAGE_TOO_LARGE for bytes not checked yet, RECORD_LIST_TOO_LARGE, keys on
+        compacted topics, then idempotent-producer state, then timestamps
+        (INVALID_TIMESTAMP); all raise ``KafkaError``. Stamps the base offset and
+        leader epoch into the batch in place, and for
         ``message.timestamp.type=LogAppendTime`` the broker's clock (which
         recomputes the CRC). A retried batch of an idempotent producer is not
         written again: the result carries its original offsets and
-        ``duplicate=True``. Raises ``KafkaError`` for INVALID_RECORD (not exactly
-        one batch), MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP and
-        the producer-state errors;
-        an ``OSError`` from the disk leaves the log as it was.
+        ``duplicate=True``. An ``OSError`` from the disk leaves the log as it was.
         """
-        header = parse_header(batch)
+        checked = batch if type(batch) is CheckedBatch else broker_batch(batch)
+        data, header = checked.data, checked.header
         config = self.config
-        if header.size != len(batch):
-            # Bytes after the batch would be stored without offsets: refuse rather than corrupt.
-            raise KafkaError(ErrorCode.INVALID_RECORD, "expected exactly one record batch")
-        if header.size > config.max_message_bytes:
-            raise KafkaError(
-                ErrorCode.MESSAGE_TOO_LARGE,
-                f"The record batch is {header.size} bytes, larger than max.message.bytes "
-                f"{config.max_message_bytes}",
-            )
-        if header.size > config.segment_bytes:
-            raise KafkaError(
-                ErrorCode.RECORD_LIST_TOO_LARGE,
-                f"The record batch is {header.size} bytes, larger than segment.bytes "
-                f"{config.segment_bytes}",
-            )
-        if config.compact:
-            check_keys_for_compaction(batch, self.name, self.log_start_offset)
+        validate_append(checked, config, self.name, self.log_start_offset)
         idempotent = header.producer_id >= 0
         if idempotent:
             duplicate = self.producer_state.check(header)
@@ -247,19 +242,19 @@ class PartitionLog:
                 )
         now = self._time_ms()
         if config.log_append_time:
-            set_log_append_time(batch, 0, now)
+            set_log_append_time(data, 0, now)
             max_timestamp = log_append_time = now
         else:
-            self._check_timestamps(header, now)
+            validate_timestamps(header, config, now, self.log_start_offset)
             max_timestamp, log_append_time = header.max_timestamp, -1
         base_offset = self.log_end_offset
-        stamp_batch(batch, 0, base_offset, leader_epoch)
+        stamp_batch(data, 0, base_offset, leader_epoch)
         header = header._replace(
             base_offset=base_offset,
             partition_leader_epoch=leader_epoch,
             max_timestamp=max_timestamp,
         )
-        self._write(batch, header, now)
+        self._write(data, header, now)
         self._maybe_flush(now)
         return AppendResult(
             base_offset, header.last_offset, log_append_time, self.log_start_offset, False
@@ -308,30 +303,6 @@ class PartitionLog:
         self.log_end_offset = header.last_offset + 1
         if header.producer_id >= 0:
             self.producer_state.update(header)
-
-    def _check_timestamps(self, header: BatchHeader, now: int) -> None:
-        """message.timestamp.before/after.max.ms on the batch's first and max timestamps.
-
-        Kafka checks every record; without decoding records the batch header
-        gives the first record's timestamp and the largest one, which catches
-        clocks that are off (the usual cause) but not one early record inside a batch.
-        """
-        config = self.config
-        low = now - config.message_timestamp_before_max_ms
-        high = now + config.message_timestamp_after_max_ms
-        if header.base_timestamp < low:
-            timestamp = header.base_timestamp
-        elif header.max_timestamp > high:
-            timestamp = header.max_timestamp
-        else:
-            return
-        message = (
-            f"Timestamp {timestamp} of message with offset {header.base_offset} is out of "
-            f"range. The timestamp should be within [{low}, {high}]"
-        )
-        raise RecordValidationError(
-            [(0, message)], self.log_start_offset, code=ErrorCode.INVALID_TIMESTAMP
-        )
 
     def _segment_for(self, size: int, max_timestamp: int, last_offset: int, now: int) -> Segment:
         """The active segment, rolled first when the batch would not belong in it."""

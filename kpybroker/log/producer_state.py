@@ -42,6 +42,7 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from kpybroker.log.checkpoint import atomic_write
+from kpybroker.log.log_config import INT_MAX
 from kpybroker.log.names import SNAPSHOT_SUFFIX, offset_from_filename, segment_file
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import BatchHeader
@@ -51,7 +52,6 @@ log = logging.getLogger(__name__)
 NUM_BATCHES_TO_RETAIN = 5
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
-INT32_MAX = (1 << 31) - 1
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 SNAPSHOT_VERSION = 1
@@ -66,14 +66,14 @@ class CorruptSnapshotError(ValueError):
 
 def increment_sequence(sequence: int, increment: int) -> int:
     """Sequence arithmetic, wrapping at int32 max (``DefaultRecordBatch.incrementSequence``)."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
+    if sequence > INT_MAX - increment:
+        return increment - (INT_MAX - sequence) - 1
     return sequence + increment
 
 
 def decrement_sequence(sequence: int, decrement: int) -> int:
     if sequence < decrement:
-        return INT32_MAX - (decrement - sequence) + 1
+        return INT_MAX - (decrement - sequence) + 1
     return sequence - decrement
 
 
@@ -304,7 +304,7 @@ class ProducerStateManager:
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
-    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT_MAX)
 
 
 def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kpybroker.log.checkpoint import fsync_dir
-from kpybroker.log.config import LogConfig
 from kpybroker.log.leader_epoch import LeaderEpochCache
+from kpybroker.log.log_config import LogConfig
 from kpybroker.log.names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,

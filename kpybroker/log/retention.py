@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kpybroker.log.config import LogConfig
+from kpybroker.log.log_config import LogConfig
 from kpybroker.log.segment import Segment
 
 #: ``(segment, the segment after it or None for the active one) -> deletable``

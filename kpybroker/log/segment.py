@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from kpybroker.log.config import LONG_MAX, LogConfig
 from kpybroker.log.index import CorruptIndexError, OffsetIndex
+from kpybroker.log.log_config import LONG_MAX, LogConfig
 from kpybroker.log.names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,

@@ -14,6 +14,7 @@ import os
 from collections import deque
 from typing import Any
 
+from kpybroker.apis.support.context import Services
 from kpybroker.protocol.framing import FrameDecoder, FrameTooLargeError
 from kpybroker.server.dispatch import MALFORMED, CloseConnection, dispatch
 
@@ -23,8 +24,11 @@ MAX_QUEUED_REQUESTS = 64
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
-    def __init__(self, broker: Any, listener: str, max_request_size: int) -> None:
-        self.broker = broker
+    def __init__(
+        self, services: Services, open_connections: set, listener: str, max_request_size: int
+    ) -> None:
+        self.services = services
+        self.open_connections = open_connections  # the listener's, closed on shutdown
         self.listener = listener
         self.decoder = FrameDecoder(max_request_size)
         self.transport: asyncio.Transport | None = None
@@ -46,7 +50,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         sock = transport.get_extra_info("socket")
         self.sock_fd = sock.fileno() if sock is not None else -1
-        self.broker.connections.add(self)
+        self.open_connections.add(self)
         self.task = asyncio.get_running_loop().create_task(self.serve())
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -75,7 +79,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.broker.connections.discard(self)
+        self.open_connections.discard(self)
         self.can_write.set()
         if self.task is not None and not self.task.done():
             self.task.cancel()
@@ -102,7 +106,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if self.reading_paused and len(self.pending) < MAX_QUEUED_REQUESTS // 2:
                     self.reading_paused = False
                     self.transport.resume_reading()
-                parts = await dispatch(frame, self.broker, host, self.listener)
+                parts = await dispatch(frame, self.services, host, self.listener)
                 if parts is not None and not self.closed:
                     if not self.can_write.is_set():
                         await self.can_write.wait()

@@ -12,7 +12,8 @@ import logging
 import struct
 from typing import Any
 
-from kpybroker.apis.registry import REGISTRY, CloseConnection, RequestContext
+from kpybroker.apis.support.context import RequestContext, Services
+from kpybroker.apis.support.registry import REGISTRY, CloseConnection
 from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.framing import (
@@ -39,7 +40,7 @@ def unsupported_api_versions(correlation_id: int) -> list[Any]:
 
 
 async def dispatch(
-    frame: bytearray, broker: Any, client_host: str, listener: str
+    frame: bytearray, services: Services, client_host: str, listener: str
 ) -> list[Any] | None:
     """Handle one request frame; return the framed response parts, or None for no response."""
     api_key, api_version, correlation_id = peek_api(frame)
@@ -56,7 +57,7 @@ async def dispatch(
     except MALFORMED as exc:
         raise CloseConnection(f"malformed {spec.name} v{api_version} request: {exc}") from None
     ctx = RequestContext(
-        broker=broker,
+        services=services,
         api_version=api_version,
         correlation_id=correlation_id,
         client_id=header.client_id,

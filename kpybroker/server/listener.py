@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
+from kpybroker.apis.support.context import Services
 from kpybroker.server.connection import KafkaConnection
 
 log = logging.getLogger(__name__)
 
 
 async def start_listener(
-    broker: Any, name: str, host: str, port: int, max_request_size: int
+    services: Services,
+    open_connections: set[KafkaConnection],
+    name: str,
+    host: str,
+    port: int,
+    max_request_size: int,
 ) -> asyncio.Server:
-    """Listen on ``host:port`` (all interfaces when host is empty; port 0 picks a free one)."""
+    """Listen on ``host:port`` (all interfaces when host is empty; port 0 picks a free one).
+
+    Each accepted connection is kept in ``open_connections`` while it is open, so
+    that the broker can close them all when it stops.
+    """
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: KafkaConnection(broker, name, max_request_size),
+        lambda: KafkaConnection(services, open_connections, name, max_request_size),
         host or None,
         port,
         reuse_address=True,

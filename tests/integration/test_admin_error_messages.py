@@ -34,7 +34,7 @@ from kpybroker.protocol.messages.delete_topics import DeleteTopicsRequest, Delet
 from kpybroker.protocol.messages.describe_producers import DescribeProducersRequest, TopicRequest
 from kpybroker.protocol.messages.find_coordinator import FindCoordinatorRequest
 from tests.helpers.brokers import ManagedBroker
-from tests.integration.test_groups_support import Wire, find_coordinator
+from tests.helpers.groups_wire import Wire, find_coordinator
 
 pytestmark = pytest.mark.timeout(120)
 

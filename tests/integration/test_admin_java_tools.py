@@ -156,7 +156,6 @@ def test_get_offsets(module_broker: ManagedBroker, java_tool: ToolRunner) -> Non
     assert sorted(earliest.stdout.split()) == ["jt-offsets:0:0", "jt-offsets:1:0"]
 
 
-@pytest.mark.skipif(21 not in REGISTRY, reason="DeleteRecords (key 21) is issue 4's, not yet in")
 def test_delete_records(module_broker: ManagedBroker, java_tool: ToolRunner, tmp_path) -> None:
     topic_with_records(module_broker, "jt-delete", 1, 20)
     plan = tmp_path / "offsets.json"

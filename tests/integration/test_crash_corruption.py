@@ -19,7 +19,7 @@ import pytest
 
 from kpybroker.protocol.records import iter_batches
 from tests.helpers.brokers import BrokerFactory, ManagedBroker
-from tests.integration.test_log_life_support import (
+from tests.helpers.log_life import (
     consume_all,
     create_topic,
     offsets_of,

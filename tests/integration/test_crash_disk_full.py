@@ -22,14 +22,14 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.helpers.brokers import BrokerFactory
-from tests.helpers.wire import RawConnection, produce_error, produce_request, record_batch
-from tests.integration.test_log_life_support import (
+from tests.helpers.log_life import (
     FAST_LOG_TASKS,
     consume_all,
     create_topic,
     offsets_of,
     wait_until,
 )
+from tests.helpers.wire import RawConnection, produce_error, produce_request, record_batch
 
 KAFKA_STORAGE_ERROR = 56
 SIZE_MB = 2

@@ -21,8 +21,8 @@ from confluent_kafka import Producer
 
 from tests.helpers.brokers import ManagedBroker
 from tests.helpers.clients import ConfluentClient
+from tests.helpers.log_life import consume_all, create_topic, watermarks
 from tests.helpers.records import Problems
-from tests.integration.test_log_life_support import consume_all, create_topic, watermarks
 
 TOPIC = "kill9"
 PARTITIONS = 6

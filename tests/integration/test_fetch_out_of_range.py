@@ -37,13 +37,13 @@ from confluent_kafka import TopicPartition as ConfluentTP
 
 from tests.helpers.brokers import ManagedBroker, launcher
 from tests.helpers.java import CONSOLE_CONSUMER, java_command
-from tests.helpers.process import OutputDrain
-from tests.integration.test_log_life_support import (
+from tests.helpers.log_life import (
     create_topic,
     produce_each,
     wait_until,
     watermarks,
 )
+from tests.helpers.process import OutputDrain
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -30,8 +30,8 @@ import pytest
 
 from tests.helpers.brokers import BrokerFactory
 from tests.helpers.clients import ConfluentClient
+from tests.helpers.groups_wire import BROKER_OVERRIDES, owners, produce
 from tests.helpers.process import REPO_ROOT, OutputDrain, wait_until
-from tests.integration.test_groups_support import BROKER_OVERRIDES, owners, produce
 
 pytestmark = pytest.mark.timeout(180)
 

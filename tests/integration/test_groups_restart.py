@@ -11,8 +11,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from tests.helpers.brokers import BrokerFactory, ManagedBroker
 from tests.helpers.clients import ConfluentClient
+from tests.helpers.groups_wire import BROKER_OVERRIDES, describe, owners, produce
 from tests.helpers.process import wait_until
-from tests.integration.test_groups_support import BROKER_OVERRIDES, describe, owners, produce
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -13,9 +13,9 @@ from confluent_kafka import Consumer
 
 from tests.helpers.brokers import ManagedBroker, launcher
 from tests.helpers.clients import ConfluentClient
+from tests.helpers.groups_wire import BROKER_OVERRIDES, produce
 from tests.helpers.java import CONSOLE_CONSUMER
 from tests.helpers.process import ToolResult, ToolRunner, wait_until
-from tests.integration.test_groups_support import BROKER_OVERRIDES, produce
 
 pytestmark = pytest.mark.timeout(180)
 

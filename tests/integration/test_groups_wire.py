@@ -33,15 +33,15 @@ from kpybroker.protocol.messages.offset_fetch import (
 from kpybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from tests.helpers.brokers import BrokerFactory, ManagedBroker
 from tests.helpers.clients import ConfluentClient
-from tests.helpers.process import wait_until
-from tests.integration.test_groups_support import (
+from tests.helpers.coordinator_driver import commit_request, join_request, subscription
+from tests.helpers.groups_wire import (
     BROKER_OVERRIDES,
     Wire,
     describe,
     find_coordinator,
     produce,
 )
-from tests.unit.test_coordinator_support import commit_request, join_request, subscription
+from tests.helpers.process import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -25,9 +25,9 @@ from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages.heartbeat import HeartbeatRequest
 from kpybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from tests.helpers.brokers import ManagedBroker, launcher
+from tests.helpers.coordinator_driver import join_request
+from tests.helpers.groups_wire import BROKER_OVERRIDES, Wire, describe, find_coordinator
 from tests.helpers.process import wait_until
-from tests.integration.test_groups_support import BROKER_OVERRIDES, Wire, describe, find_coordinator
-from tests.unit.test_coordinator_support import join_request
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,8 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from kpybroker.protocol.records import iter_batches
 from tests.helpers.brokers import ManagedBroker, launcher
 from tests.helpers.clients import ConfluentClient
-from tests.helpers.wire import RawConnection, produce_request, record_batch
-from tests.integration.test_log_life_support import (
+from tests.helpers.log_life import (
     FAST_LOG_TASKS,
     batch_size,
     consume_all,
@@ -28,6 +27,7 @@ from tests.integration.test_log_life_support import (
     produce_each,
     wait_until,
 )
+from tests.helpers.wire import RawConnection, produce_request, record_batch
 
 SIZE = batch_size(b"k0", b"v00")
 COMPACTED = {

@@ -20,7 +20,7 @@ from kafka import TopicPartition as KTP
 from kafka.errors import OffsetOutOfRangeError
 
 from tests.helpers.brokers import ManagedBroker, launcher
-from tests.integration.test_log_life_support import (
+from tests.helpers.log_life import (
     FAST_LOG_TASKS,
     batch_size,
     consume_all,

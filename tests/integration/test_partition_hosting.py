@@ -53,14 +53,14 @@ from kpybroker.protocol.messages.produce import (
     TopicProduceData,
 )
 from tests.helpers.brokers import ManagedBroker, selected_target
-from tests.helpers.wire import record_batch
-from tests.integration.test_groups_support import Wire, find_coordinator
-from tests.integration.test_replication_support import (
+from tests.helpers.groups_wire import Wire, find_coordinator
+from tests.helpers.replication_cluster import (
     ReplicatedCluster,
     cluster,
     wait_for,
     zookeeper,
 )
+from tests.helpers.wire import record_batch
 
 __all__ = ["cluster", "zookeeper"]  # fixtures
 pytestmark = pytest.mark.timeout(180)

@@ -1,6 +1,6 @@
 """A replicated cluster as operators see it: assignment, Kafka's tools, preferred leaders.
 
-Three brokers on a real ZooKeeper (see test_replication_support). Kafka's own
+Three brokers on a real ZooKeeper (see tests/helpers/replication_cluster.py). Kafka's own
 ``kafka-topics.sh``, ``kafka-leader-election.sh`` and ``kafka-reassign-partitions.sh``
 (their Java classes) must tell the truth about replicas, the ISR and
 under-replicated partitions, move leadership back to preferred replicas, and move
@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from tests.helpers.process import REPO_ROOT, ToolRunner
-from tests.integration.test_replication_support import (
+from tests.helpers.replication_cluster import (
     ReplicatedCluster,
     cluster,
     wait_for,

@@ -16,14 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.wire import (
-    RawConnection,
-    produce_error,
-    produce_request,
-    record_batch,
-    response_class_for,
-)
-from tests.integration.test_replication_support import (
+from tests.helpers.replication_cluster import (
     ReplicatedCluster,
     Workload,
     check_history,
@@ -31,6 +24,13 @@ from tests.integration.test_replication_support import (
     stored_records,
     wait_for,
     zookeeper,
+)
+from tests.helpers.wire import (
+    RawConnection,
+    produce_error,
+    produce_request,
+    record_batch,
+    response_class_for,
 )
 
 __all__ = ["cluster", "zookeeper"]  # fixtures

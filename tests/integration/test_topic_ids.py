@@ -19,8 +19,8 @@ from kpybroker.protocol.messages.produce import (
 )
 from kpybroker.protocol.records import iter_batches
 from tests.helpers.brokers import ManagedBroker
+from tests.helpers.groups_wire import Wire
 from tests.helpers.wire import record_batch
-from tests.integration.test_groups_support import Wire
 
 pytestmark = pytest.mark.timeout(120)
 

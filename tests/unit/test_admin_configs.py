@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kpybroker.apis.config_changes import ConfigOp, OpType, check_resources, new_configs
+from kpybroker.apis.support.config_changes import ConfigOp, OpType, check_resources, new_configs
 from kpybroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, ConfigError, ConfigSource
 from kpybroker.config.describe import (
     UNKNOWN_TYPE,

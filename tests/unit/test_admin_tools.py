@@ -7,7 +7,7 @@ import io
 import pytest
 
 from kpybroker.tools.common import ToolError, key_values, print_table, run
-from kpybroker.tools.configs import parse_add_config
+from kpybroker.tools.config_command import parse_add_config
 from kpybroker.tools.console_producer import LineFormat
 
 

@@ -12,14 +12,9 @@ import asyncio
 from dataclasses import dataclass
 
 from kpybroker.cluster.controller import Controller, NotControllerError
-from kpybroker.cluster.settings import ReplicationSettings
-from kpybroker.metadata.cluster import (
-    ChangeKind,
-    ClusterMetadata,
-    Endpoint,
-    MetadataChange,
-    PartitionState,
-)
+from kpybroker.cluster.replication_settings import ReplicationSettings
+from kpybroker.metadata.cluster_metadata import ClusterMetadata
+from kpybroker.metadata.model import ChangeKind, Endpoint, MetadataChange, PartitionState
 from kpybroker.protocol.errors import ErrorCode
 
 from .test_metadata_store import Backend, backend, eventually, scenario

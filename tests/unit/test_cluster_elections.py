@@ -3,7 +3,7 @@
 import pytest
 
 from kpybroker.cluster import elections
-from kpybroker.metadata.cluster import NO_LEADER, PartitionState
+from kpybroker.metadata.model import NO_LEADER, PartitionState
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 REPLICAS = (1, 2, 3)

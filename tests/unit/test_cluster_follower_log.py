@@ -5,7 +5,7 @@ import pytest
 from kpybroker.cluster.replica_fetcher import truncation_point
 from kpybroker.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-from tests.unit.test_log_support import batch, fill, log_bytes, open_log
+from tests.helpers.log_builders import batch, fill, log_bytes, open_log
 
 
 def leader_with_epochs(tmp_path, name: str, epochs: list[tuple[int, int]]):

@@ -4,11 +4,12 @@ import asyncio
 
 import pytest
 
-from kpybroker.cluster.isr import FollowerProgress, lagging_followers
+from kpybroker.cluster.follower_progress import FollowerProgress
+from kpybroker.cluster.isr import lagging_followers
 from kpybroker.cluster.partition import Partition, Transition
-from kpybroker.metadata.cluster import PartitionMetadata, PartitionState
+from kpybroker.metadata.model import PartitionMetadata, PartitionState
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-from tests.unit.test_log_support import batch, open_log
+from tests.helpers.log_builders import batch, open_log
 
 ME = 1
 

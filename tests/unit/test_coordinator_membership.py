@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import HEARTBEAT_TIMER, TimerKey
-from kpybroker.coordinator.records import GroupRecord
-from kpybroker.coordinator.settings import CoordinatorSettings
+from kpybroker.coordinator.offsets_topic_records import GroupRecord
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages.leave_group import MemberIdentity
-from tests.unit.test_coordinator_support import (
+from tests.helpers.coordinator_driver import (
     RANGE,
     REBALANCE_MS,
     SESSION_MS,

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from kpybroker.coordinator.records import GroupRecord, OffsetRecord, decode_batch, encode_batch
-from kpybroker.coordinator.settings import CoordinatorSettings
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
+from kpybroker.coordinator.offsets_topic_records import (
+    GroupRecord,
+    OffsetRecord,
+    decode_batch,
+    encode_batch,
+)
 from kpybroker.coordinator.shard import CoordinatorShard
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages.offset_delete import (
@@ -15,7 +20,7 @@ from kpybroker.protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
-from tests.unit.test_coordinator_support import SETTINGS, Driver, error_of, subscription
+from tests.helpers.coordinator_driver import SETTINGS, Driver, error_of, subscription
 
 MINUTE = 60_000
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from kpybroker.coordinator.partitioning import java_string_hash, partition_for
-from kpybroker.coordinator.records import (
+from kpybroker.coordinator.offsets_topic_records import (
     GroupRecord,
     OffsetAndMetadata,
     OffsetRecord,
@@ -20,6 +19,7 @@ from kpybroker.coordinator.records import (
     encode_batch,
     encode_record,
 )
+from kpybroker.coordinator.partitioning import java_string_hash, partition_for
 from kpybroker.protocol.messages.group_metadata_value import GroupMetadataValue, MemberMetadata
 
 OFFSET_KEY = "000100086d792d67726f757000066f726465727300000007"

@@ -8,13 +8,13 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import Caller
+from kpybroker.coordinator.offsets_topic_records import decode_batch
 from kpybroker.coordinator.partitioning import OFFSETS_TOPIC
-from kpybroker.coordinator.records import decode_batch
 from kpybroker.coordinator.runtime import CoordinatorRuntime
-from kpybroker.coordinator.settings import CoordinatorSettings
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-from tests.unit.test_coordinator_support import commit_request, join_request
+from tests.helpers.coordinator_driver import commit_request, join_request
 
 SETTINGS = CoordinatorSettings(offsets_topic_partitions=1, initial_rebalance_delay_ms=3000)
 
@@ -51,7 +51,9 @@ class FakePartition:
                 future.set_result(ErrorCode.NONE)
 
 
-class FakeBroker:
+class FakeCluster:
+    """The replicas, the cluster metadata and the topics of a broker, in one fake."""
+
     def __init__(self) -> None:
         self.partition = FakePartition()
         self.replicas = self
@@ -78,8 +80,8 @@ CALLER = Caller("client", "/127.0.0.1", 9)
 
 def test_a_commit_waits_for_replication_when_the_partition_has_followers() -> None:
     async def scenario() -> None:
-        broker = FakeBroker()
-        runtime = CoordinatorRuntime(broker, SETTINGS)  # type: ignore[arg-type]
+        broker = FakeCluster()
+        runtime = CoordinatorRuntime(SETTINGS, broker, broker, broker.topics)  # type: ignore[arg-type]
         await runtime.start()
         shard = runtime.shard_for("g")
         request = commit_request({("t", 0): 5})
@@ -99,9 +101,9 @@ def test_a_commit_waits_for_replication_when_the_partition_has_followers() -> No
 
 def test_losing_leadership_answers_parked_joins_and_stops_routing() -> None:
     async def scenario() -> None:
-        broker = FakeBroker()
+        broker = FakeCluster()
         broker.partition.high_watermark = 10**9  # one broker: every append is committed
-        runtime = CoordinatorRuntime(broker, SETTINGS)  # type: ignore[arg-type]
+        runtime = CoordinatorRuntime(SETTINGS, broker, broker, broker.topics)  # type: ignore[arg-type]
         await runtime.start()
         shard = runtime.shard_for("g")
         join = asyncio.ensure_future(

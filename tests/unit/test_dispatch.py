@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from kpybroker.apis.registry import REGISTRY, CloseConnection
+from kpybroker.apis.support.registry import REGISTRY, CloseConnection
 from kpybroker.protocol.framing import encode_request
 from kpybroker.protocol.messages.api_versions import ApiVersionsRequest
 from kpybroker.protocol.messages.produce import ProduceRequest
@@ -12,7 +12,7 @@ from kpybroker.server.dispatch import dispatch
 
 
 def run(frame: bytes):
-    return asyncio.run(dispatch(bytearray(frame[4:]), broker=None, client_host="h", listener="L"))
+    return asyncio.run(dispatch(bytearray(frame[4:]), services=None, client_host="h", listener="L"))
 
 
 def test_too_new_api_versions_gets_a_v0_unsupported_version_answer() -> None:

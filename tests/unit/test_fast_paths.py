@@ -18,8 +18,8 @@ from kpybroker.log.partition_log import FileSlice, ReadResult
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.framing import FrameDecoder
 from kpybroker.server.connection import KafkaConnection
+from tests.helpers.log_builders import batch
 from tests.unit.test_cluster_partition import ME, meta, partition
-from tests.unit.test_log_support import batch
 
 
 def frame(body: bytes) -> bytes:
@@ -93,7 +93,9 @@ def test_a_response_is_one_writelines_per_run_of_buffers_and_sendfile_between(
     fd = os.open(path, os.O_RDONLY)
     ours, theirs = socket.socketpair()
     try:
-        conn = KafkaConnection(broker=None, listener="L", max_request_size=100)
+        conn = KafkaConnection(
+            services=None, open_connections=set(), listener="L", max_request_size=100
+        )
         conn.transport = RecordingTransport()  # type: ignore[assignment]
         conn.sock_fd = ours.fileno()
         records = ReadResult((FileSlice(fd, 2, 5),), 0, 0, 0)

@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
-from kpybroker.log import LogConfig, LogManager, PartitionLog
-from kpybroker.log.config import CleanerConfig, LogManagerConfig
 from kpybroker.log.log_cleaner import LogCleaner
-from kpybroker.log.record_validation import RecordValidationError
+from kpybroker.log.log_config import CleanerConfig, LogConfig, LogManagerConfig
+from kpybroker.log.log_manager import LogManager
+from kpybroker.log.partition_log import PartitionLog
+from kpybroker.log.produce_validator import RecordValidationError
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import iter_batches, validate_batch
-from tests.unit.test_log_support import (
+from tests.helpers.log_builders import (
     NOW,
     ONE,
     PER_SEGMENT,

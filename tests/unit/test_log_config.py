@@ -1,6 +1,7 @@
-"""LogConfig: Kafka's topic defaults and topic-config names."""
+"""LogConfig: Kafka's topic defaults and topic-config names (test_config_sources ties them to
+the topic table)."""
 
-from kpybroker.log.config import LONG_MAX, LogConfig
+from kpybroker.log.log_config import LONG_MAX, LogConfig
 
 
 def test_defaults_are_kafkas_topic_defaults() -> None:
@@ -12,6 +13,8 @@ def test_defaults_are_kafkas_topic_defaults() -> None:
     assert config.index_interval_bytes == 4096
     assert config.max_message_bytes == 1048588
     assert config.message_timestamp_type == "CreateTime"
+    assert config.message_timestamp_before_max_ms == LONG_MAX
+    assert config.message_timestamp_after_max_ms == 3_600_000  # Kafka 4.0: one hour
     assert config.retention_ms == 604800000
     assert config.retention_bytes == -1
     assert config.flush_interval_messages == LONG_MAX

@@ -13,10 +13,12 @@ import os
 
 import pytest
 
-from kpybroker.log import LogConfig, LogManager, index, segment
 from kpybroker.log import checkpoint as checkpoint_module
+from kpybroker.log import index, segment
 from kpybroker.log.leader_epoch import LeaderEpochCache
-from tests.unit.test_log_support import (
+from kpybroker.log.log_config import LogConfig
+from kpybroker.log.log_manager import LogManager
+from tests.helpers.log_builders import (
     SMALL,
     batch,
     fill,

@@ -2,13 +2,12 @@
 
 import pytest
 
-from kpybroker.log import LogConfig, LogManager
-from kpybroker.log.config import LogManagerConfig
-from kpybroker.log.log_manager import LogDirLockedError
+from kpybroker.log.log_config import LogConfig, LogManagerConfig
+from kpybroker.log.log_manager import LogDirLockedError, LogManager
 from kpybroker.log.metadata_files import InconsistentMetadataError
 from kpybroker.log.names import parse_partition_dir, special_dir_kind
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-from tests.unit.test_log_support import SMALL, Clock, batch, fill, records
+from tests.helpers.log_builders import SMALL, Clock, batch, fill, records
 
 CLUSTER = "Qbc2dFl9TyCgSCW8Y9xsPQ"
 TOPIC_ID = bytes(range(16))

@@ -4,10 +4,10 @@ import struct
 
 import pytest
 
-from kpybroker.log import LogConfig
+from kpybroker.log.log_config import LogConfig
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import iter_batches, iter_records, parse_header, validate_batch
-from tests.unit.test_log_support import (
+from tests.helpers.log_builders import (
     SMALL,
     Clock,
     batch,

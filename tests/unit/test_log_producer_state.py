@@ -4,11 +4,11 @@ import struct
 
 import pytest
 
-from kpybroker.log import LogConfig
+from kpybroker.log.log_config import INT_MAX, LogConfig
 from kpybroker.log.partition_log import wall_clock_ms
-from kpybroker.log.producer_state import INT32_MAX, decode_snapshot
+from kpybroker.log.producer_state import decode_snapshot
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-from tests.unit.test_log_support import SMALL, Clock, batch, open_log
+from tests.helpers.log_builders import SMALL, Clock, batch, open_log
 
 PID = 4000
 # Producer entries expire a day after their last batch's timestamp, so use current ones.
@@ -77,7 +77,7 @@ def test_an_unknown_producer_is_accepted_at_any_sequence(tmp_path) -> None:
 
 def test_sequences_wrap_at_int32_max(tmp_path) -> None:
     log = open_log(tmp_path / "t-0")
-    produce(log, INT32_MAX - 1, count=2)
+    produce(log, INT_MAX - 1, count=2)
     assert produce(log, 0, count=2).base_offset == 2
     assert produce(log, 0, count=2).duplicate
 
@@ -154,7 +154,7 @@ def test_idle_producers_expire(tmp_path) -> None:
     log = open_log(tmp_path / "t-0", SMALL, time_ms=clock, producer_id_expiration_ms=1000)
     produce(log, 0, timestamp=clock.now)
     log.remove_expired_producers(clock.now + 999)
-    assert produce(log, 0).duplicate
+    assert produce(log, 0, timestamp=clock.now).duplicate
     log.remove_expired_producers(clock.now + 1000)
     assert not log.producer_state.producers
-    assert produce(log, 50).base_offset == 2  # now unknown: any sequence
+    assert produce(log, 50, timestamp=clock.now).base_offset == 2  # now unknown: any sequence

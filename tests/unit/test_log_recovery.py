@@ -6,7 +6,7 @@ import os
 import pytest
 
 from kpybroker.log.segment import Segment
-from tests.unit.test_log_support import (
+from tests.helpers.log_builders import (
     SMALL,
     batch,
     fill,

@@ -11,11 +11,10 @@ import dataclasses
 import pytest
 
 from kpybroker.config import BrokerConfig, effective_topic_config
-from kpybroker.log import LogConfig
-from kpybroker.log.config import CleanerConfig, LogManagerConfig
+from kpybroker.log.log_config import CleanerConfig, LogConfig, LogManagerConfig
 from kpybroker.log.retention import deletable_segments
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-from tests.unit.test_log_support import (
+from tests.helpers.log_builders import (
     NOW,
     ONE,
     PER_SEGMENT,

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import pytest
 
-from kpybroker.log import PartitionLog
-from kpybroker.log.config import CleanerConfig
+from kpybroker.log.log_config import CleanerConfig
 from kpybroker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX
+from kpybroker.log.partition_log import PartitionLog
 from kpybroker.log.partition_log import PartitionLog as LogClass
 from kpybroker.log.segment import Segment
+from tests.helpers.log_builders import records, stored_pairs
 from tests.unit.test_log_cleaner import COMPACTED, Compacting, versions
-from tests.unit.test_log_support import records, stored_pairs
 
 
 class Crash(Exception):

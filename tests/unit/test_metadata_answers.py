@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from types import MappingProxyType, SimpleNamespace
+from types import MappingProxyType
 
-from kpybroker.apis.metadata import TopicAnswers, topic_metadata
-from kpybroker.apis.registry import RequestContext
-from kpybroker.metadata.cluster import PartitionMetadata, PartitionState, TopicMetadata
+from kpybroker.apis.support.metadata_answers import TopicAnswers, topic_metadata
+from kpybroker.metadata.model import PartitionMetadata, PartitionState, TopicMetadata
 from kpybroker.protocol._codec import Encoded
 from kpybroker.protocol.messages.metadata import MetadataResponse
-from kpybroker.topics import Topic
-
-
-def context(version: int, live: set[int]) -> RequestContext:
-    broker = SimpleNamespace(live_broker_ids=lambda: set(live))
-    return RequestContext(broker, version, 1, "test", "127.0.0.1", "PLAINTEXT")  # type: ignore[arg-type]
+from kpybroker.topic_admin import Topic
 
 
 def topic(leader: int = 1) -> Topic:
@@ -29,10 +23,9 @@ def topic(leader: int = 1) -> Topic:
 def test_an_entry_encodes_as_the_objects_would_in_every_version() -> None:
     t = topic()
     for version in range(13):
-        ctx = context(version, {1, 2})
-        cached = TopicAnswers().get(ctx, t, False, frozenset({1, 2}))
+        cached = TopicAnswers().get(version, t, False, frozenset({1, 2}))
         assert isinstance(cached, Encoded)
-        built = topic_metadata(ctx, t, False)
+        built = topic_metadata(t, False, {1, 2})
         with_cache = MetadataResponse(brokers=[], topics=[cached]).encode_bytes(version)
         without = MetadataResponse(brokers=[], topics=[built]).encode_bytes(version)
         assert with_cache == without
@@ -40,14 +33,13 @@ def test_an_entry_encodes_as_the_objects_would_in_every_version() -> None:
 
 def test_entries_stand_until_the_view_or_the_live_brokers_change() -> None:
     answers = TopicAnswers()
-    ctx = context(12, {1, 2})
     t = topic()
-    first = answers.get(ctx, t, False, frozenset({1, 2}))
-    assert answers.get(ctx, t, False, frozenset({1, 2})) is first
-    assert answers.get(ctx, t, True, frozenset({1, 2})) is not first  # another flag
+    first = answers.get(12, t, False, frozenset({1, 2}))
+    assert answers.get(12, t, False, frozenset({1, 2})) is first
+    assert answers.get(12, t, True, frozenset({1, 2})) is not first  # another flag
     changed = Topic(dataclasses.replace(t.meta))  # a new view, as after any change
-    assert answers.get(ctx, changed, False, frozenset({1, 2})) is not first
-    again = answers.get(ctx, changed, False, frozenset({1, 2}))
-    assert answers.get(ctx, changed, False, frozenset({2})) != again  # leader 1 went away
+    assert answers.get(12, changed, False, frozenset({1, 2})) is not first
+    again = answers.get(12, changed, False, frozenset({1, 2}))
+    assert answers.get(12, changed, False, frozenset({2})) != again  # leader 1 went away
     answers.prune(set())
     assert len(answers) == 0

@@ -12,11 +12,11 @@ import uuid
 
 import pytest
 
-from kpybroker.metadata.cluster import (
+from kpybroker.metadata.cluster_metadata import ClusterMetadata
+from kpybroker.metadata.model import (
     NO_LEADER,
     BrokerIdInUseError,
     ChangeKind,
-    ClusterMetadata,
     Endpoint,
     MetadataChange,
     PartitionState,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import kpybroker.apis  # noqa: F401  (registers the handlers)
-from kpybroker.apis.registry import REGISTRY
+from kpybroker.apis.support.registry import REGISTRY
 
 from . import error_paths, scenarios, whole_answers  # noqa: F401  (register the scenarios)
 from .allowlist import compare, judge, load

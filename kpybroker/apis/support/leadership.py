@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from kpybroker.apis.registry import RequestContext
+from kpybroker.apis.support.context import RequestContext
 from kpybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from kpybroker.broker import BrokerAddress
+    from kpybroker.cluster.view import BrokerAddress
 
 #: The errors whose answers carry the current leader.
 HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
@@ -23,4 +23,4 @@ HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LE
 
 def leader_endpoints(ctx: RequestContext, leaders: Collection[int]) -> list[BrokerAddress]:
     """The addresses of ``leaders`` on the listener the request came in on."""
-    return [a for a in ctx.broker.live_brokers(ctx.listener) if a.broker_id in leaders]
+    return [a for a in ctx.services.cluster.live_brokers(ctx.listener) if a.broker_id in leaders]

@@ -10,23 +10,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from kpybroker.broker import Broker
-
-
-@dataclass(slots=True)
-class RequestContext:
-    """What a handler knows about the request besides its body."""
-
-    broker: Broker
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    client_host: str
-    listener: str
-
+from kpybroker.apis.support.context import RequestContext
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 

@@ -16,12 +16,12 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from kpybroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigKey, validate_topic_configs
-from kpybroker.metadata.cluster import UnknownTopicError
+from kpybroker.metadata.model import UnknownTopicError
+from kpybroker.metadata.topic_names import topic_name_error
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-from kpybroker.topics import topic_name_error
 
 if TYPE_CHECKING:
-    from kpybroker.broker import Broker
+    from kpybroker.apis.support.context import Services
 
 
 _JAVA_INT = re.compile(r"[+-]?[0-9]{1,10}")
@@ -59,14 +59,14 @@ class ConfigResource:
         table = TOPIC_CONFIGS if self.type is ResourceType.TOPIC else BROKER_CONFIGS
         return table.get(config)
 
-    def stored(self, broker: Broker) -> Mapping[str, str]:
+    def stored(self, services: Services) -> Mapping[str, str]:
         """The resource's dynamic configs as stored (a topic's overrides; a broker's layer)."""
         if self.type is ResourceType.TOPIC:
-            return broker.topic_overrides(self.name)
-        return broker.cluster.broker_config(self.broker_id)
+            return services.cluster.topic_overrides(self.name)
+        return services.cluster.broker_config(self.broker_id)
 
     async def replace(
-        self, broker: Broker, configs: dict[str, str], *, validate_only: bool
+        self, services: Services, configs: dict[str, str], *, validate_only: bool
     ) -> None:
         """Validate ``configs`` as the resource's whole new dynamic set, then store it.
 
@@ -75,40 +75,40 @@ class ConfigResource:
         Kafka's order: the values first, then the topic's existence.
         """
         if self.type is ResourceType.TOPIC:
-            validate_topic_configs(configs, broker.config)
-            if broker.topics.get(self.name) is None:
+            validate_topic_configs(configs, services.config())
+            if services.topics.get(self.name) is None:
                 raise _unknown_topic(self.name)
             if not validate_only:
                 try:
-                    await broker.cluster.set_topic_config(self.name, configs)
+                    await services.cluster.set_topic_config(self.name, configs)
                 except UnknownTopicError:
                     raise _unknown_topic(self.name) from None
             return
         if self.is_cluster_default:
-            broker.config.with_dynamic(dynamic_default=configs)
+            services.config().with_dynamic(dynamic_default=configs)
         else:
-            broker.config.with_dynamic(dynamic_broker=configs)
+            services.config().with_dynamic(dynamic_broker=configs)
         if not validate_only:
-            await broker.cluster.set_broker_config(self.broker_id, configs)
+            await services.cluster.set_broker_config(self.broker_id, configs)
 
 
 def _unknown_topic(name: str) -> KafkaError:
     return KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
 
 
-def resolve_for_describe(broker: Broker, type_id: int, name: str) -> ConfigResource:
+def resolve_for_describe(services: Services, type_id: int, name: str) -> ConfigResource:
     """The resource DescribeConfigs asks about (ConfigHelper's checks and messages)."""
     if type_id == ResourceType.TOPIC:
         _check_topic_name(name)
-        if broker.topics.get(name) is None:
+        if services.topics.get(name) is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         return ConfigResource(ResourceType.TOPIC, name)
     if type_id == ResourceType.BROKER:
-        return _broker_resource(broker, name, "Broker id", " or empty string,")
+        return _broker_resource(services, name, "Broker id", " or empty string,")
     raise invalid_request(f"Unsupported resource type: {_type_name(type_id)}")
 
 
-def resolve_for_alter(broker: Broker, type_id: int, name: str) -> ConfigResource:
+def resolve_for_alter(services: Services, type_id: int, name: str) -> ConfigResource:
     """The resource an alter request changes (ConfigAdminManager's and the controller's checks)."""
     if type_id == ResourceType.TOPIC:
         if not name:
@@ -116,20 +116,19 @@ def resolve_for_alter(broker: Broker, type_id: int, name: str) -> ConfigResource
         _check_topic_name(name)
         return ConfigResource(ResourceType.TOPIC, name)
     if type_id == ResourceType.BROKER:
-        return _broker_resource(broker, name, "Node id", ",")
+        return _broker_resource(services, name, "Node id", ",")
     raise invalid_request(f"Unknown resource type {type_id}")
 
 
-def _broker_resource(broker: Broker, name: str, id_word: str, after_id: str) -> ConfigResource:
+def _broker_resource(services: Services, name: str, id_word: str, after_id: str) -> ConfigResource:
     """This broker by id, or the cluster defaults for ""; Kafka words the two APIs'
     messages slightly differently, hence ``id_word`` and ``after_id``."""
     if not name:
         return ConfigResource(ResourceType.BROKER, name)
     broker_id = _broker_id(name, f"{id_word} must be an integer, but it is: ")
-    if broker_id != broker.broker_id:
-        raise invalid_request(
-            f"Unexpected broker id, expected {broker.broker_id}{after_id} but received {name}"
-        )
+    own = services.cluster.broker_id
+    if broker_id != own:
+        raise invalid_request(f"Unexpected broker id, expected {own}{after_id} but received {name}")
     return ConfigResource(ResourceType.BROKER, name, broker_id)
 
 

@@ -14,14 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from kpybroker.metadata.cluster import (
-    NO_LEADER,
-    Assignment,
-    PartitionMetadata,
-    PartitionState,
-)
+from kpybroker.metadata.model import NO_LEADER, Assignment, PartitionMetadata, PartitionState
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-from kpybroker.topics import check_replica_list
+from kpybroker.topic_admin import check_replica_list
 
 
 def original_replicas(pm: PartitionMetadata) -> tuple[int, ...]:

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kpybroker.log.batch_filter import CleaningRound, FilterStats, filter_batch
-from kpybroker.log.config import CleanerConfig, LogConfig
-from kpybroker.log.index import INT32_MAX
+from kpybroker.log.log_config import INT_MAX, CleanerConfig, LogConfig
 from kpybroker.log.names import CLEANED_SUFFIX
 from kpybroker.log.offset_map import OffsetMap
 from kpybroker.log.segment import Segment, remove_segment_files
@@ -221,7 +220,7 @@ def group_segments_by_size(
                 log_size + candidate.size > max_size
                 or index_size + candidate.offset_index.size_in_bytes > max_index_size
                 or time_index_size + candidate.time_index.size_in_bytes > max_index_size
-                or (candidate.size and last_offset - group[0].base_offset > INT32_MAX)
+                or (candidate.size and last_offset - group[0].base_offset > INT_MAX)
             ):
                 break
             group.append(candidate)

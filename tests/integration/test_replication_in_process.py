@@ -43,8 +43,7 @@ from kpybroker.protocol.messages.produce import (
     TopicProduceData,
 )
 from kpybroker.protocol.records import NewRecord, build_batch
-
-from .test_metadata_store import eventually
+from tests.helpers.waiting import eventually
 
 TOPIC = "replicated"
 SETTINGS = {
@@ -87,7 +86,7 @@ class Cluster:
         return pm if full else pm.state
 
     async def call(self, broker: Broker, request: Any, version: int) -> Any:
-        address = broker.live_brokers("PLAINTEXT")
+        address = broker.services.cluster.live_brokers("PLAINTEXT")
         port = next(a.port for a in address if a.broker_id == broker.broker_id)
         connection = BrokerConnection("127.0.0.1", port, "test", timeout_s=10)
         await connection.connect()

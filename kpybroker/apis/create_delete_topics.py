@@ -9,7 +9,7 @@ DeleteTopics versions: 0 is gone in Kafka 4; 4 is flexible; 5 adds error
 messages; 6 names topics by name or by ID.
 
 The rules (name, partitions, replication factor, configs) live in
-kpybroker/topics.py; these handlers only map requests and errors. The error
+kpybroker/topic_admin.py; these handlers only map requests and errors. The error
 messages are Kafka's: CreateTopics answers a null one on success, in every
 version; DeleteTopics v5+ answers a missing topic or topic ID with the
 error's default message.
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kpybroker.apis.registry import RequestContext, api
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import create_topics, delete_topics
 from kpybroker.protocol.messages.create_topics import (
@@ -61,7 +62,7 @@ async def create_topic(
 ) -> CreatableTopicResult:
     """One topic's answer: its error and message, or on success a null message (as
     Kafka, in every version) and what was created."""
-    manager = ctx.broker.topics
+    manager = ctx.services.topics
     result = CreatableTopicResult(name=topic.name, error_message=None)
     try:
         created = await manager.create(
@@ -96,7 +97,7 @@ async def create_topic(
 async def handle_delete_topics(
     ctx: RequestContext, request: DeleteTopicsRequest
 ) -> DeleteTopicsResponse:
-    manager = ctx.broker.topics
+    manager = ctx.services.topics
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:

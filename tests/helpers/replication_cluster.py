@@ -34,10 +34,10 @@ from kazoo.exceptions import NoNodeError
 from kpybroker.protocol.messages.metadata import MetadataRequest
 from kpybroker.protocol.records import iter_batches, iter_records
 from tests.helpers.brokers import KpyBroker
+from tests.helpers.groups_wire import Wire
 from tests.helpers.history import history_check
 from tests.helpers.tcp_proxy import TcpProxy
 from tests.helpers.zookeeper import ZooKeeperServer
-from tests.integration.test_groups_support import Wire
 
 #: Timeouts short enough for a failure to be noticed in a few seconds.
 FAST_FAILOVER = {

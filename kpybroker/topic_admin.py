@@ -7,53 +7,26 @@ admin client sees the same error for the same mistake.
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kpybroker.cluster.assignment import assign_replicas
 from kpybroker.config import validate_topic_configs
 from kpybroker.config.describe import ConfigEntry, topic_config_entries
-from kpybroker.metadata.cluster import (
-    PartitionMetadata,
-    TopicMetadata,
-    UnknownTopicError,
-    validate_topic_name,
-)
+from kpybroker.metadata.model import PartitionMetadata, TopicMetadata, UnknownTopicError
+from kpybroker.metadata.topic_names import validate_no_collision, validate_topic_name
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
-    from kpybroker.broker import Broker
+    from kpybroker.cluster.replica_manager import ReplicaManager
+    from kpybroker.config import BrokerConfig
+    from kpybroker.metadata.cluster_metadata import ClusterMetadata
 
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 _ZERO_UUID = uuid.UUID(int=0)
-
-
-MAX_NAME_LENGTH = 249
-LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-LEGAL_CHARACTERS = "ASCII alphanumerics, '.', '_' and '-'"
-
-
-def topic_name_error(name: str) -> str | None:
-    """Kafka's ``Topic.validate``, with its messages (4.x wording); None for a legal name."""
-    reason = _invalid_name_reason(name)
-    return None if reason is None else f"Topic name is invalid: {reason}"
-
-
-def _invalid_name_reason(name: str) -> str | None:
-    """Kafka's ``Topic.detectInvalidTopic``."""
-    if not name:
-        return "the empty string is not allowed"
-    if name in (".", ".."):
-        return f"'{name}' is not allowed"
-    if len(name) > MAX_NAME_LENGTH:
-        return f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
-    if not LEGAL_NAME.fullmatch(name):
-        return f"'{name}' contains one or more characters other than {LEGAL_CHARACTERS}"
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,12 +83,20 @@ def check_replica_list(replicas: list[int], live: list[int]) -> None:
 
 
 class TopicManager:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    """Topics as the cluster metadata holds them, and Kafka's rules for changing them.
 
-    @property
-    def cluster(self):
-        return self.broker.cluster
+    ``config`` returns the broker config in force (dynamic changes replace it).
+    """
+
+    def __init__(
+        self,
+        cluster: ClusterMetadata,
+        replicas: ReplicaManager,
+        config: Callable[[], BrokerConfig],
+    ) -> None:
+        self.cluster = cluster
+        self.replicas = replicas
+        self.config = config
 
     def all(self) -> list[Topic]:
         return [Topic(meta) for meta in self.cluster.topics().values()]
@@ -125,29 +106,19 @@ class TopicManager:
         return None if meta is None else Topic(meta)
 
     def by_id(self, topic_id: bytes) -> Topic | None:
-        name = self.broker.replicas.topic_name(topic_id)
+        name = self.replicas.topic_name(topic_id)
         return None if name is None else self.get(name)
 
     def check_new_name(self, name: str) -> None:
-        message = topic_name_error(name)
-        if message is not None:
-            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, message)
         validate_topic_name(name)
         if name in self.cluster.topics():
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        if "." in name or "_" in name:
-            unified = name.replace(".", "_")
-            clash = [t for t in self.cluster.topics() if t.replace(".", "_") == unified]
-            if clash:
-                raise KafkaError(
-                    ErrorCode.INVALID_TOPIC_EXCEPTION,
-                    f"Topic '{name}' collides with existing topic: {clash[0]}",
-                )
+        validate_no_collision(name, self.cluster.topics())
 
     def plan_assignment(
         self, num_partitions: int, replication_factor: int, assignments: dict[int, list[int]]
     ) -> dict[int, list[int]]:
-        config = self.broker.config
+        config = self.config()
         live = sorted(self.cluster.live_brokers())
         if assignments:
             if num_partitions != -1 or replication_factor != -1:
@@ -222,7 +193,7 @@ class TopicManager:
         self.check_new_name(name)
         plan = self.plan_assignment(num_partitions, replication_factor, assignments or {})
         configs = configs or {}
-        validate_topic_configs(configs, self.broker.config)
+        validate_topic_configs(configs, self.config())
         if validate_only:
             fake = TopicMetadata(
                 name=name,
@@ -232,18 +203,15 @@ class TopicManager:
             )
             return Topic(fake)
         await self.cluster.create_topic(name, plan, configs)
-        self.broker.replicas.apply_topic(name)
+        self.replicas.apply_topic(name)
         return self.get(name)
 
     async def auto_create(self, name: str) -> Topic:
         """Create a topic a client asked for by name, with the broker's defaults.
 
-        ``__consumer_offsets`` is created the group coordinator's way instead
-        (offsets.topic.* settings, compacted), as Kafka's auto-creation does.
+        (``__consumer_offsets`` is the group coordinator's to create, with its
+        offsets.topic.* settings: the Metadata handler asks it instead.)
         """
-        if name == OFFSETS_TOPIC:
-            await self.broker.coordinator.runtime.ensure_offsets_topic()
-            return self.get(name)
         try:
             return await self.create(name, num_partitions=-1, replication_factor=-1)
         except KafkaError as exc:
@@ -310,15 +278,15 @@ class TopicManager:
         topic = self.get(name)
         if topic is None:
             raise KafkaError.with_default_message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        if not self.broker.config.get("delete.topic.enable"):
+        if not self.config().get("delete.topic.enable"):
             raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
         try:
             await self.cluster.delete_topic(name)
         except UnknownTopicError:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
-        self.broker.replicas.apply_topic(name)
+        self.replicas.apply_topic(name)
         return topic.topic_id
 
     def describe_configs(self, topic: Topic) -> list[ConfigEntry]:
         """Every topic config's value and its source, as CreateTopics v5+ returns them."""
-        return topic_config_entries(self.broker.config, topic.configs)
+        return topic_config_entries(self.config(), topic.configs)

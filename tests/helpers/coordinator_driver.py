@@ -13,9 +13,9 @@ import struct
 from collections import deque
 from typing import Any
 
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import Caller, Effects, SetTimer, TimerKey
-from kpybroker.coordinator.records import CoordinatorRecord
-from kpybroker.coordinator.settings import CoordinatorSettings
+from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord
 from kpybroker.coordinator.shard import CoordinatorShard
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages.consumer_protocol_subscription import (

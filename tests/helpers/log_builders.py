@@ -10,7 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kpybroker.log import LogConfig, LogManager, PartitionLog, ReadResult
+from kpybroker.log.log_config import LogConfig
+from kpybroker.log.log_manager import LogManager
+from kpybroker.log.partition_log import PartitionLog, ReadResult
 from kpybroker.protocol.records import NewRecord, Record, build_batch, iter_batches, iter_records
 
 # retention.ms is off: the record timestamps these tests write are decades old.

@@ -13,11 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.group import DEAD, PREPARING_REBALANCE, STABLE, ClassicGroup
 from kpybroker.coordinator.interface import Caller, Effects, Token, coordinator_error
 from kpybroker.coordinator.membership import Membership
-from kpybroker.coordinator.records import CoordinatorRecord, OffsetAndMetadata, OffsetRecord
-from kpybroker.coordinator.settings import CoordinatorSettings
+from kpybroker.coordinator.offsets_topic_records import (
+    CoordinatorRecord,
+    OffsetAndMetadata,
+    OffsetRecord,
+)
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.offset_commit import (
     OffsetCommitRequest,

@@ -1,0 +1,91 @@
+"""The topic entries of Metadata answers, and the cache of their encodings.
+
+Metadata (and DescribeTopicPartitions) describe a topic the same way; with
+thousands of partitions building and encoding that entry costs tens of
+milliseconds, and clients ask for every topic often, so ``TopicAnswers``
+keeps each topic's encoded entry until something it depends on changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from kpybroker.metadata.model import TopicMetadata
+from kpybroker.protocol._codec import Encoded
+from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.messages.metadata import MetadataResponsePartition, MetadataResponseTopic
+from kpybroker.topic_admin import Topic
+
+NO_OPERATIONS = -(2**31)
+# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS:
+# what a topic allows when no authorizer is configured.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+# CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE.
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+
+def topic_metadata(topic: Topic, authorized: bool, live: Collection[int]) -> MetadataResponseTopic:
+    """One topic's entry; a partition whose leader is not among ``live`` has none."""
+    partitions = []
+    for index in sorted(topic.partitions):
+        state = topic.partitions[index]
+        leader_alive = state.leader in live
+        partitions.append(
+            MetadataResponsePartition(
+                error_code=ErrorCode.NONE if leader_alive else ErrorCode.LEADER_NOT_AVAILABLE,
+                partition_index=index,
+                leader_id=state.leader if leader_alive else -1,
+                leader_epoch=state.leader_epoch,
+                replica_nodes=list(state.replicas),
+                isr_nodes=list(state.isr),
+                offline_replicas=[r for r in state.replicas if r not in live],
+            )
+        )
+    return MetadataResponseTopic(
+        error_code=ErrorCode.NONE,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        partitions=partitions,
+        topic_authorized_operations=TOPIC_OPERATIONS if authorized else NO_OPERATIONS,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    meta: TopicMetadata
+    live: frozenset[int]
+    encoded: Encoded
+
+
+class TopicAnswers:
+    """Encoded topic entries of Metadata answers, per (topic, version, authorized flag).
+
+    An entry stands while the topic's cached view is the same object (the
+    cluster cache replaces it on any change of the topic, its partitions'
+    states or its configs) and the same brokers are live. Entries of topics
+    that no longer exist are dropped once they outnumber the live ones.
+    """
+
+    def __init__(self) -> None:
+        # topic -> (version, authorized flag) -> answer
+        self._answers: dict[str, dict[tuple[int, bool], _Answer]] = {}
+
+    def get(self, version: int, topic: Topic, authorized: bool, live: frozenset[int]) -> Encoded:
+        answers = self._answers.setdefault(topic.name, {})
+        key = (version, authorized)
+        answer = answers.get(key)
+        if answer is None or answer.meta is not topic.meta or answer.live != live:
+            entry = topic_metadata(topic, authorized, live)
+            answer = _Answer(topic.meta, live, entry.encode_bytes(version))
+            answers[key] = answer
+        return answer.encoded
+
+    def prune(self, existing: Collection[str]) -> None:
+        """Forget the topics not in ``existing`` (called when entries may be stale)."""
+        self._answers = {name: a for name, a in self._answers.items() if name in existing}
+
+    def __len__(self) -> int:
+        """How many topics have entries."""
+        return len(self._answers)

@@ -1,0 +1,42 @@
+"""The coordinator's configuration, read once from the broker config (Kafka's key names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kpybroker.config import BrokerConfig
+from kpybroker.config.core import MINUTE_MS
+from kpybroker.config.setting_fields import broker_setting, settings_from_config
+
+# Kafka's group.coordinator.classic.new.member.join.timeout (internal, not configurable):
+# a new member whose JoinGroup never completes is dropped after this long.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * MINUTE_MS
+
+
+def _minutes_to_ms(minutes: int) -> int:
+    return minutes * MINUTE_MS
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorSettings:
+    """Each field but ``new_member_join_timeout_ms`` is the broker config it names, with the
+    table's default."""
+
+    min_session_timeout_ms: int = broker_setting("group.min.session.timeout.ms")
+    max_session_timeout_ms: int = broker_setting("group.max.session.timeout.ms")
+    max_group_size: int = broker_setting("group.max.size")
+    initial_rebalance_delay_ms: int = broker_setting("group.initial.rebalance.delay.ms")
+    new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
+    offset_metadata_max_bytes: int = broker_setting("offset.metadata.max.bytes")
+    offsets_retention_ms: int = broker_setting("offsets.retention.minutes", _minutes_to_ms)
+    offsets_retention_check_interval_ms: int = broker_setting("offsets.retention.check.interval.ms")
+    offsets_topic_partitions: int = broker_setting("offsets.topic.num.partitions")
+    offsets_topic_replication_factor: int = broker_setting("offsets.topic.replication.factor")
+    offsets_topic_segment_bytes: int = broker_setting("offsets.topic.segment.bytes")
+    offsets_topic_compression: int = broker_setting("offsets.topic.compression.codec")
+    offsets_load_buffer_bytes: int = broker_setting("offsets.load.buffer.size")
+    offsets_commit_timeout_ms: int = broker_setting("offsets.commit.timeout.ms")
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> CoordinatorSettings:
+        return settings_from_config(cls, config)

@@ -1,0 +1,292 @@
+"""The machinery that keeps the cluster metadata cache current: refreshes, watches, views.
+
+The cache is level-triggered: a watch event only says "look again"; the
+handler re-reads the node (which re-arms the watch), stores the result, and
+reports a change only when the decoded value differs. Refreshes run one at a
+time per node and apply what they read before awaiting anything else; since a
+session's replies come back in request order, the cache applies each node's
+changes in the order the store made them.
+
+This module holds the parts of that which know nothing of what the znodes
+mean: running refreshes (``Refresher``), reading a node with a watch left on
+it (``read_watched``), mirroring the children of a znode (``ChildMirror``),
+and building topic views from what was read (``TopicViewCache``,
+``TopicViews``). ``ClusterMetadata`` wires them to Kafka's layout and to its
+listeners; kept apart, the concurrency rules can be read and tested on their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
+from contextlib import suppress
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar
+
+from kpybroker.metadata.model import PartitionMetadata, PartitionState, TopicMetadata
+from kpybroker.metadata.store import (
+    MetadataStore,
+    NodeStat,
+    NoNodeError,
+    WatchCallback,
+    WatchedEvent,
+    join_path,
+    node_name,
+)
+from kpybroker.metadata.znodes import DECODE_ERRORS, TopicNode
+
+__all__ = [
+    "ChildMirror",
+    "RefreshLater",
+    "Refresher",
+    "TopicViewCache",
+    "TopicViews",
+    "decode_or_none",
+    "read_watched",
+    "store_value",
+]
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+RefreshLater = Callable[..., None]
+"""``refresh_later(refresh, *args)``: run ``refresh(*args)`` in the background, as a
+watch event asks; ``ClusterMetadata._refresh_later``."""
+
+
+def decode_or_none(path: str, decoder: Callable[..., _T], *args: Any) -> _T | None:
+    """Decode a znode, or log and return None: one malformed node (written by
+    someone else) must not stop the cache from following the rest."""
+    try:
+        return decoder(*args)
+    except DECODE_ERRORS:
+        log.exception("ignoring malformed znode %s", path)
+        return None
+
+
+def store_value(cache: dict[Any, _T], key: Any, value: _T | None) -> bool:
+    """Put ``value`` (None: absence) into ``cache``; return whether that changed anything."""
+    if value is None:
+        return cache.pop(key, None) is not None
+    if cache.get(key) == value:
+        return False
+    cache[key] = value
+    return True
+
+
+async def read_watched(
+    store: MetadataStore, path: str, watch: WatchCallback, floor: str
+) -> tuple[bytes, NodeStat] | None:
+    """Read ``path`` and leave ``watch`` so that its next change, including its
+    creation, is reported.
+
+    A missing node gets an exists-watch, unless ``floor`` (an ancestor, or
+    ``path`` itself) is missing too: then nothing is watched, so that
+    reading the partitions of a deleted topic leaves no watches behind.
+    (Watching the parent's children instead would cost a listing of every
+    sibling per node: quadratic for a topic of thousands of partitions.)
+    """
+    while True:
+        with suppress(NoNodeError):
+            return await store.get(path, watch)
+        if floor == path or await store.exists(floor) is None:
+            return None
+        if await store.exists(path, watch) is None:
+            return None
+        # created meanwhile: read again
+
+
+class Refresher:
+    """Runs refreshes one at a time per key, coalescing requests for the same key.
+
+    The key is the refresh function and its arguments. A request made while
+    that refresh runs gets one more run after it (the running one may have
+    read before the change that prompted the request); all requests made
+    meanwhile share that run. The future a request returns completes when a
+    run that started after the request has finished.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: dict[Hashable, asyncio.Task[None]] = {}
+        self._waiting: dict[Hashable, list[asyncio.Future[None]]] = {}
+
+    def request(
+        self, refresh: Callable[..., Awaitable[None]], *args: Hashable
+    ) -> asyncio.Future[None]:
+        key = (refresh, args)
+        done = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(key, []).append(done)
+        if key not in self._tasks:
+            self._tasks[key] = asyncio.create_task(self._drain(key, refresh, args))
+        return done
+
+    async def _drain(
+        self, key: Hashable, refresh: Callable[..., Awaitable[None]], args: tuple[Hashable, ...]
+    ) -> None:
+        try:
+            while waiters := self._waiting.pop(key, None):
+                try:
+                    await refresh(*args)
+                except Exception as exc:
+                    for waiter in waiters:
+                        if not waiter.done():
+                            waiter.set_exception(exc)
+                else:
+                    for waiter in waiters:
+                        if not waiter.done():
+                            waiter.set_result(None)
+                finally:
+                    for waiter in waiters:
+                        waiter.cancel()
+        finally:
+            del self._tasks[key]
+
+    async def close(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for waiters in self._waiting.values():
+            for waiter in waiters:
+                waiter.cancel()
+        self._waiting.clear()
+
+
+class ChildMirror(Generic[_T]):
+    """The children of one znode, decoded, kept current by watches.
+
+    A child watch on the parent reports additions and removals, a data watch on
+    each child its changes and deletion; ``on_change(name)`` is called whenever
+    an item's decoded value appears, changes or disappears. Reads run on
+    ``refresher``; watch events are answered through ``refresh_later``.
+    """
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        refresher: Refresher,
+        refresh_later: RefreshLater,
+        path: str,
+        decode: Callable[[str, bytes, NodeStat], _T],
+        on_change: Callable[[str], None],
+    ) -> None:
+        self.items: dict[str, _T] = {}
+        self._store = store
+        self._refresher = refresher
+        self._refresh_later = refresh_later
+        self._path = path
+        self._decode = decode
+        self._on_change = on_change
+
+    def reload(self, everything: bool) -> asyncio.Future[None]:
+        """Re-read the children list and the new children, or all of them after a session loss."""
+        return self._refresher.request(self._load_list, everything)
+
+    def refresh(self, name: str) -> asyncio.Future[None]:
+        return self._refresher.request(self._load_item, name)
+
+    async def _load_list(self, everything: bool) -> None:
+        names = await self._store.get_children(self._path, self._on_list_event)
+        for gone in self.items.keys() - set(names):
+            del self.items[gone]
+            self._on_change(gone)
+        todo = names if everything else [name for name in names if name not in self.items]
+        await asyncio.gather(*(self.refresh(name) for name in todo))
+
+    async def _load_item(self, name: str) -> None:
+        path = join_path(self._path, name)
+        found = await read_watched(self._store, path, self._on_item_event, floor=path)
+        value = None if found is None else decode_or_none(path, self._decode, name, *found)
+        if store_value(self.items, name, value):
+            self._on_change(name)
+
+    def _on_list_event(self, event: WatchedEvent) -> None:
+        self._refresh_later(self._load_list, False)
+
+    def _on_item_event(self, event: WatchedEvent) -> None:
+        self._refresh_later(self._load_item, node_name(event.path))
+
+
+class TopicViewCache:
+    """``TopicMetadata`` views of the mirrored topic znodes, configs and partition states,
+    each built on first access after a change and kept until the next one.
+
+    ``states`` maps topic to partition to (state, state znode version); the
+    cache reads the mirrors and ``states`` as they are when a view is built.
+    """
+
+    def __init__(
+        self,
+        topic_nodes: ChildMirror[TopicNode],
+        topic_configs: ChildMirror[dict[str, str]],
+        states: Mapping[str, Mapping[int, tuple[PartitionState, int]]],
+    ) -> None:
+        self._topic_nodes = topic_nodes
+        self._topic_configs = topic_configs
+        self._states = states
+        self._views: dict[str, TopicMetadata] = {}
+
+    def drop(self, name: str) -> None:
+        """Forget the view of topic ``name``: its node or its configs changed."""
+        self._views.pop(name, None)
+
+    def patch(self, name: str, partition: int) -> None:
+        """Give a built view of topic ``name`` the new state of one partition: a copy
+        with that partition replaced, not a rebuild (each of a new topic's thousands of
+        partitions reports its state apart)."""
+        view = self._views.get(name)
+        if view is None:
+            return
+        old = view.partitions.get(partition)
+        if old is None:
+            del self._views[name]
+            return
+        state, version = self._states.get(name, {}).get(partition, (None, None))
+        partitions = dict(view.partitions)
+        partitions[partition] = dataclasses.replace(old, state=state, state_version=version)
+        self._views[name] = dataclasses.replace(view, partitions=MappingProxyType(partitions))
+
+    def view(self, name: str) -> TopicMetadata:
+        """The view of topic ``name``; ``KeyError`` when there is no such topic."""
+        view = self._views.get(name)
+        if view is None:
+            node = self._topic_nodes.items[name]
+            states = self._states.get(name, {})
+            partitions = {}
+            for partition, replicas in node.replicas.items():
+                state, version = states.get(partition, (None, None))
+                partitions[partition] = PartitionMetadata(
+                    partition,
+                    replicas,
+                    state,
+                    version,
+                    node.adding.get(partition, ()),
+                    node.removing.get(partition, ()),
+                )
+            view = TopicMetadata(
+                name,
+                node.topic_id,
+                MappingProxyType(partitions),
+                MappingProxyType(self._topic_configs.items.get(name, {})),
+            )
+            self._views[name] = view
+        return view
+
+
+class TopicViews(Mapping[str, TopicMetadata]):
+    """``ClusterMetadata.topics()``: a live mapping of the cached topics to their views."""
+
+    def __init__(self, cache: TopicViewCache) -> None:
+        self._cache = cache
+
+    def __getitem__(self, name: str) -> TopicMetadata:
+        return self._cache.view(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cache._topic_nodes.items)
+
+    def __len__(self) -> int:
+        return len(self._cache._topic_nodes.items)

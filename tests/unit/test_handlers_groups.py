@@ -1,0 +1,180 @@
+"""Handlers of the group, offset and producer-id APIs against fakes of their services.
+
+FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+OffsetFetch, DescribeGroups, ListGroups, DeleteGroups and InitProducerId:
+what each handler does itself (version differences, unknown partitions,
+messages) apart from what it hands to the group coordinator.
+"""
+
+from __future__ import annotations
+
+from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.messages import (
+    delete_groups,
+    find_coordinator,
+    init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
+    offset_commit,
+    offset_fetch,
+    sync_group,
+)
+from kpybroker.protocol.messages.join_group import JoinGroupResponse
+from kpybroker.protocol.messages.leave_group import LeaveGroupResponse, MemberResponse
+from kpybroker.protocol.messages.offset_commit import OffsetCommitResponse
+from kpybroker.protocol.messages.offset_fetch import (
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopics,
+)
+from tests.helpers.fake_services import FakeGroups, FakeTopics, call, services, topic_of
+
+
+async def coordinator_is_self(group_id: str) -> tuple[ErrorCode, int]:
+    return ErrorCode.NONE, 0
+
+
+def test_find_coordinator_names_the_broker_with_kafkas_messages() -> None:
+    groups = FakeGroups(find_coordinator=coordinator_is_self)
+    old = call(services(groups=groups), find_coordinator.FindCoordinatorRequest(key="g"), 2)
+    assert (old.error_code, old.error_message, old.node_id, old.port) == (0, "NONE", 0, 9092)
+    new = call(
+        services(groups=groups),
+        find_coordinator.FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]),
+        4,
+    )
+    assert [(c.key, c.error_code, c.error_message) for c in new.coordinators] == [("g", 0, "")]
+    transactions = call(
+        services(groups=groups),
+        find_coordinator.FindCoordinatorRequest(key_type=1, coordinator_keys=["t"]),
+        4,
+    )
+    assert transactions.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def test_join_group_v0_uses_the_session_timeout_for_the_rebalance() -> None:
+    async def join(caller: object, request: join_group.JoinGroupRequest) -> JoinGroupResponse:
+        return JoinGroupResponse(member_id="m", protocol_name=None)
+
+    groups = FakeGroups(join_group=join)
+    request = join_group.JoinGroupRequest(
+        group_id="g", session_timeout_ms=6000, member_id="", protocol_type="consumer", protocols=[]
+    )
+    response = call(services(groups=groups), request, 0)
+    [(_, (caller, sent))] = groups.calls
+    assert sent.rebalance_timeout_ms == 6000
+    assert caller.client_host == "/127.0.0.1"
+    assert response.protocol_name == ""  # not nullable before v7
+
+
+def test_sync_group_v5_needs_the_protocol_type_and_name() -> None:
+    request = sync_group.SyncGroupRequest(
+        group_id="g", generation_id=1, member_id="m", protocol_type=None, protocol_name=None
+    )
+    groups = FakeGroups()
+    response = call(services(groups=groups), request, 5)
+    assert response.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert groups.calls == []
+
+
+def test_leave_group_before_v3_reports_the_members_error_at_the_top() -> None:
+    async def leave(group_id: str, members: list) -> LeaveGroupResponse:
+        return LeaveGroupResponse(
+            members=[MemberResponse(member_id=m.member_id, error_code=25) for m in members]
+        )
+
+    request = leave_group.LeaveGroupRequest(group_id="g", member_id="m")
+    response = call(services(groups=FakeGroups(leave_group=leave)), request, 2)
+    assert response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_offset_commit_answers_unknown_partitions_without_the_coordinator() -> None:
+    async def commit(
+        caller: object, request: offset_commit.OffsetCommitRequest
+    ) -> OffsetCommitResponse:
+        return OffsetCommitResponse(topics=[])
+
+    groups = FakeGroups(commit_offsets=commit)
+    topics = FakeTopics(topic_of("t", 1))
+    request = offset_commit.OffsetCommitRequest(
+        group_id="g",
+        topics=[
+            offset_commit.OffsetCommitRequestTopic(
+                name=name,
+                partitions=[
+                    offset_commit.OffsetCommitRequestPartition(
+                        partition_index=i, committed_offset=5, committed_metadata=None
+                    )
+                    for i in (0, 3)
+                ],
+            )
+            for name in ("t", "nope")
+        ],
+    )
+    response = call(services(topics=topics, groups=groups), request, 8)
+    errors = {
+        (t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
+    }
+    assert errors == {("t", 3): 3, ("nope", 0): 3, ("nope", 3): 3}
+    [(_, (_, sent))] = groups.calls
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in sent.topics] == [
+        ("t", [0])
+    ]
+
+
+def test_offset_fetch_v1_gives_a_group_error_to_every_partition_asked_for() -> None:
+    def fetch_offsets(group: object) -> OffsetFetchResponseGroup:
+        return OffsetFetchResponseGroup(group_id="g", error_code=ErrorCode.NOT_COORDINATOR)
+
+    request = offset_fetch.OffsetFetchRequest(
+        group_id="g",
+        topics=[offset_fetch.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])],
+    )
+    response = call(services(groups=FakeGroups(fetch_offsets=fetch_offsets)), request, 1)
+    assert [(p.partition_index, p.error_code) for p in response.topics[0].partitions] == [
+        (0, ErrorCode.NOT_COORDINATOR),
+        (1, ErrorCode.NOT_COORDINATOR),
+    ]
+
+
+def test_offset_fetch_v8_asks_per_group() -> None:
+    def fetch_offsets(group: offset_fetch.OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+        partition = OffsetFetchResponsePartitions(
+            partition_index=0, committed_offset=7, metadata=""
+        )
+        return OffsetFetchResponseGroup(
+            group_id=group.group_id,
+            topics=[OffsetFetchResponseTopics(name="t", partitions=[partition])],
+        )
+
+    request = offset_fetch.OffsetFetchRequest(
+        groups=[offset_fetch.OffsetFetchRequestGroup(group_id=g, topics=None) for g in ("a", "b")]
+    )
+    response = call(services(groups=FakeGroups(fetch_offsets=fetch_offsets)), request, 8)
+    assert [(g.group_id, g.topics[0].partitions[0].committed_offset) for g in response.groups] == [
+        ("a", 7),
+        ("b", 7),
+    ]
+
+
+def test_group_admin_passes_through_the_coordinator() -> None:
+    async def delete(names: list[str]) -> list:
+        return [delete_groups.DeletableGroupResult(group_id=n, error_code=69) for n in names]
+
+    groups = FakeGroups(delete_groups=delete, list_groups=lambda states: (ErrorCode.NONE, []))
+    deleted = call(
+        services(groups=groups), delete_groups.DeleteGroupsRequest(groups_names=["x"]), 2
+    )
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [("x", 69)]
+    listed = call(services(groups=groups), list_groups.ListGroupsRequest(states_filter=[]), 4)
+    assert (listed.error_code, listed.groups) == (0, [])
+
+
+def test_init_producer_id_allocates_an_id_and_refuses_transactions() -> None:
+    svc = services()
+    first = call(svc, init_producer_id.InitProducerIdRequest(transactional_id=None), 4)
+    second = call(svc, init_producer_id.InitProducerIdRequest(transactional_id=None), 4)
+    assert (first.producer_id, second.producer_id, first.producer_epoch) == (1000, 1001, 0)
+    txn = call(svc, init_producer_id.InitProducerIdRequest(transactional_id="t"), 4)
+    assert txn.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
