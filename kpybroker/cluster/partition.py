@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from kpybroker.cluster.follower_progress import FollowerProgress, fresh_progress
 from kpybroker.log.partition_log import AppendResult, PartitionLog, ReadResult
+from kpybroker.log.produce_validator import CheckedBatch
 from kpybroker.metadata.model import PartitionMetadata
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
@@ -185,8 +186,11 @@ class Partition:
 
     # -- as leader -------------------------------------------------------------------
 
-    def append_as_leader(self, batch: memoryview | bytearray, required_acks: int) -> AppendResult:
-        """Append a produced batch; NOT_ENOUGH_REPLICAS first when acks=all cannot be met."""
+    def append_as_leader(
+        self, batch: CheckedBatch | memoryview | bytearray, required_acks: int
+    ) -> AppendResult:
+        """Append a batch (a produced one, checked by ``produce_validator``; or one the
+        broker built); NOT_ENOUGH_REPLICAS first when acks=all cannot be met."""
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise KafkaError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,

@@ -147,10 +147,13 @@ def validate_produced(
     at an incomplete one. Only the header and the CRC are read.
     """
     size = -1 if data is None else batch_size(data)
-    if 0 <= size < BATCH_HEADER_SIZE:
-        # Kafka's batch iterator refuses a length below the minimum batch overhead.
+    if size < 0 or size > len(data):
+        # No whole batch: Kafka's iterator stops at an incomplete one and finds none.
+        raise KafkaError(ErrorCode.INVALID_RECORD, ONE_BATCH)
+    if size < BATCH_HEADER_SIZE:
+        # A whole batch shorter than a header: DefaultRecordBatch.ensureValid refuses it.
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record batch size {size} is too small")
-    if size < 0 or size != len(data):
+    if size != len(data):
         raise KafkaError(ErrorCode.INVALID_RECORD, ONE_BATCH)
     _check_max_message_bytes(size, config)
     header = validate_batch(data)

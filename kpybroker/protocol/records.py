@@ -213,7 +213,7 @@ def batch_size(buf: Buffer, pos: int = 0) -> int:
     """
     if len(buf) - pos < BATCH_OVERHEAD:
         return -1
-    return _PREFIX.unpack_from(buf, pos)[1] + BATCH_OVERHEAD
+    return _INT32.unpack_from(buf, pos + 8)[0] + BATCH_OVERHEAD
 
 
 def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:

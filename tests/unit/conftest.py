@@ -6,7 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.helpers.metadata_backends import backend
 from tests.helpers.zookeeper import ZooKeeperServer
+
+#: ``backend``: every metadata store backend, for the contract tests (metadata_backends.py).
+__all__ = ["backend"]
 
 
 @pytest.fixture(scope="session")

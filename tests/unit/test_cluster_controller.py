@@ -16,10 +16,8 @@ from kpybroker.cluster.replication_settings import ReplicationSettings
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
 from kpybroker.metadata.model import ChangeKind, Endpoint, MetadataChange, PartitionState
 from kpybroker.protocol.errors import ErrorCode
-
-from .test_metadata_store import Backend, backend, eventually, scenario
-
-__all__ = ["backend"]  # the fixture, re-used from the store contract suite
+from tests.helpers.metadata_backends import Backend, scenario
+from tests.helpers.waiting import eventually
 
 PLAINTEXT = (Endpoint("PLAINTEXT", "127.0.0.1", 9092),)
 SETTINGS = ReplicationSettings(fetch_backoff_ms=10, leader_imbalance_per_broker_percentage=0)
@@ -172,7 +170,9 @@ async def test_a_deposed_controller_resigns_at_its_first_write(backend: Backend)
     await nodes[0].cluster.store.delete("/controller")
     await eventually(lambda: nodes[1].controller.active or nodes[2].controller.active)
     await nodes[2].kill()
-    await eventually(lambda: state(nodes[1], "t", 0).isr == (1, 0))  # written at epoch 2
+    # Written at epoch 2; node 0 writes next, so wait until its own cache has it too.
+    await eventually(lambda: state(nodes[1], "t", 0).isr == (1, 0))
+    await eventually(lambda: state(nodes[0], "t", 0).isr == (1, 0))
     current = nodes[0].cluster.topics()["t"].partitions[0]
     moved = PartitionState(0, 1, (1, 0), 2)
     await nodes[0].cluster.set_partition_state("t", 0, moved, current.state_version)

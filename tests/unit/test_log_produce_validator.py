@@ -77,6 +77,11 @@ def test_a_valid_batch_is_handed_on_with_its_header_and_uncopied() -> None:
         (memoryview(bytearray(11)), ErrorCode.INVALID_RECORD),  # not even a length
         (memoryview(bytearray(70)), ErrorCode.CORRUPT_MESSAGE),  # length 0: too small
         (batch()[:-1], ErrorCode.INVALID_RECORD),  # truncated
+        (batch()[:14], ErrorCode.INVALID_RECORD),  # cut before the magic: no batch either
+        (
+            memoryview(bytes(batch()[:8]) + (20).to_bytes(4, "big") + bytes(20)),
+            ErrorCode.CORRUPT_MESSAGE,
+        ),  # whole, but shorter than a header
         (memoryview(bytearray(batch()) + b"x"), ErrorCode.INVALID_RECORD),  # bytes after it
         (memoryview(bytearray(batch()) * 2), ErrorCode.INVALID_RECORD),  # two batches
     ],

@@ -19,8 +19,8 @@ from kpybroker.metadata.builtin import (
     SnapshotCorruptError,
 )
 from kpybroker.metadata.store import ConnectionLossError, EventType, WatchedEvent
-
-from .test_metadata_store import Recorder, eventually
+from tests.helpers.metadata_backends import Recorder
+from tests.helpers.waiting import eventually
 
 
 def run(main: Callable[[], Awaitable[None]]) -> None:

@@ -28,17 +28,13 @@ from kpybroker.metadata.model import (
     uuid_to_str,
 )
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-
-from .test_metadata_store import (
+from tests.helpers.metadata_backends import (
     Backend,
     Recorder,
     ZooKeeperBackend,
-    backend,
-    eventually,
     scenario,
 )
-
-__all__ = ["backend"]  # the fixture, re-used from the contract suite
+from tests.helpers.waiting import eventually
 
 PLAINTEXT = (Endpoint("PLAINTEXT", "127.0.0.1", 9092),)
 

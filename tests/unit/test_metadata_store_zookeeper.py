@@ -23,10 +23,10 @@ from kpybroker.metadata.store import (
     WatchedEvent,
 )
 from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
+from tests.helpers.metadata_backends import Recorder
 from tests.helpers.process import free_port
+from tests.helpers.waiting import eventually
 from tests.helpers.zookeeper import ZooKeeperServer
-
-from .test_metadata_store import Recorder, eventually
 
 
 def run(main: Callable[[], Awaitable[None]]) -> None:

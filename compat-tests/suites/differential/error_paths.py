@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from compat.wire import KafkaConnection
 from kpybroker.protocol.messages import (
@@ -39,6 +40,7 @@ from kpybroker.protocol.messages import (
 
 from .probe import Probe, batch, scenario
 
+T = TypeVar("T")
 ZERO_UUID = bytes(16)
 #: Record timestamps far enough in the past to be stable, within Kafka's default limits.
 T0 = 1_700_000_000_000
@@ -76,6 +78,18 @@ class Topics:
         return self.ids.get(name, UNKNOWN_ID)
 
 
+def by_topic(items: Iterable[T], entry: Callable[[T], tuple[str, Any]]) -> dict[str, list[Any]]:
+    """A request's per-partition entries grouped by topic, topics in order of first appearance.
+
+    ``entry(item)`` gives the topic and the entry for one item.
+    """
+    grouped: dict[str, list[Any]] = {}
+    for item in items:
+        topic, made = entry(item)
+        grouped.setdefault(topic, []).append(made)
+    return grouped
+
+
 # -- Fetch ----------------------------------------------------------------------------------
 
 #: Fetch versions asked: the lowest kpybroker serves, the last before flexible
@@ -96,16 +110,18 @@ def fetch_request(
     isolation_level: int = 0,
     session: tuple[int, int] = (0, -1),
 ) -> Any:
-    by_topic: dict[str, list[fetch.FetchPartition]] = {}
-    for part in parts:
-        by_topic.setdefault(part.topic, []).append(
+    wanted = by_topic(
+        parts,
+        lambda part: (
+            part.topic,
             fetch.FetchPartition(
                 partition=part.partition,
                 current_leader_epoch=part.leader_epoch,
                 fetch_offset=part.offset,
                 partition_max_bytes=part.max_bytes,
-            )
-        )
+            ),
+        ),
+    )
     return fetch.FetchRequest(
         replica_id=replica_id,
         replica_state=fetch.ReplicaState(replica_id=replica_id),
@@ -121,7 +137,7 @@ def fetch_request(
                 topic_id=topics.id_of(name) if version >= 13 else ZERO_UUID,
                 partitions=partitions,
             )
-            for name, partitions in by_topic.items()
+            for name, partitions in wanted.items()
         ],
         forgotten_topics_data=[],
         rack_id="",
@@ -222,21 +238,23 @@ LIST_OFFSETS_VERSIONS = (1, 2, 4, 6, 7, 8, 9, 10)
 
 def list_offsets_request(parts: list[Part], isolation_level: int = 0) -> Any:
     """``Part.offset`` is the timestamp asked for."""
-    by_topic: dict[str, list[list_offsets.ListOffsetsPartition]] = {}
-    for part in parts:
-        by_topic.setdefault(part.topic, []).append(
+    wanted = by_topic(
+        parts,
+        lambda part: (
+            part.topic,
             list_offsets.ListOffsetsPartition(
                 partition_index=part.partition,
                 current_leader_epoch=part.leader_epoch,
                 timestamp=part.offset,
-            )
-        )
+            ),
+        ),
+    )
     return list_offsets.ListOffsetsRequest(
         replica_id=-1,
         isolation_level=isolation_level,
         topics=[
             list_offsets.ListOffsetsTopic(name=name, partitions=partitions)
-            for name, partitions in by_topic.items()
+            for name, partitions in wanted.items()
         ],
         timeout_ms=10000,
     )
@@ -290,18 +308,20 @@ def offset_for_leader_epoch_error_paths(p: Probe) -> None:
             (fe, 0, -1, 0), (fe, 1, -1, 0), (fe, 2, -1, 5), (fe, 0, 7, 0), (fe, 0, 0, 0),
             (fe, 9, -1, 0), ("diff-nope", 0, -1, 0), (f"{fe}-trim", 0, -1, 0),
         ]  # fmt: skip
-        by_topic: dict[str, list[Any]] = {}
-        for topic, partition, current, epoch in queries:
-            by_topic.setdefault(topic, []).append(
+        wanted = by_topic(
+            queries,
+            lambda q: (
+                q[0],
                 offset_for_leader_epoch.OffsetForLeaderPartition(
-                    partition=partition, current_leader_epoch=current, leader_epoch=epoch
-                )
-            )
+                    partition=q[1], current_leader_epoch=q[2], leader_epoch=q[3]
+                ),
+            ),
+        )
         request = offset_for_leader_epoch.OffsetForLeaderEpochRequest(
             replica_id=-1,
             topics=[
                 offset_for_leader_epoch.OffsetForLeaderTopic(topic=t, partitions=ps)
-                for t, ps in by_topic.items()
+                for t, ps in wanted.items()
             ],
         )
         p.answer(f"v{v}/mixed", request, v)
@@ -335,8 +355,14 @@ def produce_error_paths(p: Probe) -> None:
         poisoned = {"diff-pe": [(0, good), (1, bytes(too_short))], "diff-nope": [(0, good)]}
         bad_magic = bytearray(good)
         bad_magic[16] = 7
+        short = bytearray(good[:32])
+        short[8:12] = (20).to_bytes(4, "big")  # a whole batch of 32 bytes: less than a header
         plans = {
             "mixed": mixed,
+            "a batch cut at 17 bytes": {"diff-pe": [(0, good[:17]), (1, good)]},
+            "a batch cut at 14 bytes": {"diff-pe": [(0, good[:14]), (1, good)]},
+            # Alone in its request: Kafka fails the whole request on it (allowlist.toml).
+            "a whole batch shorter than a header": {"diff-pe": [(0, bytes(short))]},
             "one unreadable batch": poisoned,
             "a batch of magic 7": {"diff-pe": [(0, good), (1, bytes(bad_magic))]},
             "keyless records on a compacted topic": {"diff-pe-compact": [(0, good)]},
@@ -377,13 +403,15 @@ def produce_request(topics: Topics, plan: dict[str, list[tuple[int, bytes]]]) ->
 
 def commit_request(group: str, offsets: list[tuple[str, int, int]]) -> Any:
     """An admin OffsetCommit (generation -1, no member), as tools send while a group is empty."""
-    by_topic: dict[str, list[Any]] = {}
-    for topic, partition, offset in offsets:
-        by_topic.setdefault(topic, []).append(
+    wanted = by_topic(
+        offsets,
+        lambda o: (
+            o[0],
             offset_commit.OffsetCommitRequestPartition(
-                partition_index=partition, committed_offset=offset, committed_metadata="m"
-            )
-        )
+                partition_index=o[1], committed_offset=o[2], committed_metadata="m"
+            ),
+        ),
+    )
     return offset_commit.OffsetCommitRequest(
         group_id=group,
         generation_id_or_member_epoch=-1,
@@ -391,7 +419,7 @@ def commit_request(group: str, offsets: list[tuple[str, int, int]]) -> Any:
         retention_time_ms=-1,
         topics=[
             offset_commit.OffsetCommitRequestTopic(name=t, partitions=ps)
-            for t, ps in by_topic.items()
+            for t, ps in wanted.items()
         ],
     )
 
