@@ -21,12 +21,14 @@ def kpy(module: str, broker: ManagedBroker, *args: str, input: str | None = None
 
 
 def test_topics_tool_lifecycle(module_broker: ManagedBroker) -> None:
-    created = kpy("topics", module_broker, "--create", "--topic", "tool-topic", "--partitions",
+    created = kpy("topic_command", module_broker, "--create", "--topic", "tool-topic", "--partitions",
                   "2", "--config", "cleanup.policy=compact,delete").check()  # fmt: skip
     assert created.stdout == "Created topic tool-topic.\n"
-    assert "tool-topic" in kpy("topics", module_broker, "--list").check().stdout.split()
-    kpy("topics", module_broker, "--alter", "--topic", "tool-topic", "--partitions", "3").check()
-    described = kpy("topics", module_broker, "--describe", "--topic", "tool-topic").check()
+    assert "tool-topic" in kpy("topic_command", module_broker, "--list").check().stdout.split()
+    kpy(
+        "topic_command", module_broker, "--alter", "--topic", "tool-topic", "--partitions", "3"
+    ).check()
+    described = kpy("topic_command", module_broker, "--describe", "--topic", "tool-topic").check()
     summary, partitions = described.stdout.split("\n\n")
     header, row = summary.splitlines()
     assert header.split() == ["TOPIC", "TOPIC-ID", "PARTITIONS", "REPLICATION-FACTOR", "CONFIGS"]
@@ -38,23 +40,27 @@ def test_topics_tool_lifecycle(module_broker: ManagedBroker) -> None:
     assert header.index("PARTITIONS") == row.index(" 3 ") + 1  # columns line up
     assert [line.split()[1] for line in partitions.splitlines()[1:]] == ["0", "1", "2"]
 
-    again = kpy("topics", module_broker, "--create", "--topic", "tool-topic")
+    again = kpy("topic_command", module_broker, "--create", "--topic", "tool-topic")
     assert again.returncode == 1
     assert (
         again.stderr
         == "Error: Creating topic tool-topic failed: Topic 'tool-topic' already exists.\n"
     )
-    shrink = kpy("topics", module_broker, "--alter", "--topic", "tool-topic", "--partitions", "1")
+    shrink = kpy(
+        "topic_command", module_broker, "--alter", "--topic", "tool-topic", "--partitions", "1"
+    )
     assert shrink.returncode == 1 and "would not be an increase" in shrink.stderr
-    kpy("topics", module_broker, "--delete", "--topic", "tool-topic").check()
-    missing = kpy("topics", module_broker, "--describe", "--topic", "tool-topic")
+    kpy("topic_command", module_broker, "--delete", "--topic", "tool-topic").check()
+    missing = kpy("topic_command", module_broker, "--describe", "--topic", "tool-topic")
     assert (
         missing.returncode == 1 and missing.stderr == "Error: Topic 'tool-topic' does not exist.\n"
     )
 
 
 def test_producer_to_consumer_round_trip(module_broker: ManagedBroker, tmp_path: Path) -> None:
-    kpy("topics", module_broker, "--create", "--topic", "tool-rt", "--partitions", "1").check()
+    kpy(
+        "topic_command", module_broker, "--create", "--topic", "tool-rt", "--partitions", "1"
+    ).check()
     lines = [f"h{i}:a,n:{i % 3}\tkey-{i}\tvalue {i} ü" for i in range(300)]
     source = tmp_path / "input.txt"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -81,28 +87,32 @@ def test_producer_to_consumer_round_trip(module_broker: ManagedBroker, tmp_path:
 
 
 def test_configs_tool(module_broker: ManagedBroker) -> None:
-    kpy("topics", module_broker, "--create", "--topic", "tool-cfg").check()
+    kpy("topic_command", module_broker, "--create", "--topic", "tool-cfg").check()
     entity = ("--entity-type", "topics", "--entity-name", "tool-cfg")
-    kpy("configs", module_broker, "--alter", *entity,
+    kpy("config_command", module_broker, "--alter", *entity,
         "--add-config", "retention.ms=1000,cleanup.policy=[compact,delete]").check()  # fmt: skip
-    dynamic = kpy("configs", module_broker, "--describe", *entity).check().stdout.splitlines()
+    dynamic = (
+        kpy("config_command", module_broker, "--describe", *entity).check().stdout.splitlines()
+    )
     assert dynamic[0] == "Dynamic configs for topic tool-cfg:"
     assert [line.split() for line in dynamic[1:]] == [
         ["NAME", "VALUE", "SOURCE", "SENSITIVE"],
         ["cleanup.policy", "compact,delete", "DYNAMIC_TOPIC_CONFIG", "false"],
         ["retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG", "false"],
     ]
-    everything = kpy("configs", module_broker, "--describe", "--all", *entity).check()
+    everything = kpy("config_command", module_broker, "--describe", "--all", *entity).check()
     assert re.search(
         r"^segment\.bytes\s+1073741824\s+DEFAULT_CONFIG\s+false$", everything.stdout, re.M
     )
-    refused = kpy("configs", module_broker, "--alter", *entity, "--add-config", "retention.ms=soon")
+    refused = kpy(
+        "config_command", module_broker, "--alter", *entity, "--add-config", "retention.ms=soon"
+    )
     assert refused.returncode == 1
     assert "Invalid value soon for configuration retention.ms" in refused.stderr
 
 
 def test_consumer_groups_tool(module_broker: ManagedBroker) -> None:
-    kpy("topics", module_broker, "--create", "--topic", "tool-groups").check()
+    kpy("topic_command", module_broker, "--create", "--topic", "tool-groups").check()
     kpy("console_producer", module_broker, "--topic", "tool-groups",
         input="".join(f"{i}\n" for i in range(10))).check()  # fmt: skip
     kpy("console_consumer", module_broker, "--topic", "tool-groups", "--group", "tool-g",
