@@ -6,9 +6,9 @@ start kpybroker unchanged. Names, types, defaults, valid values, importance, upd
 internal flags are Kafka's (4.0.2; 3.9.1 for the dropped ones), read out of Kafka's own
 ``ConfigDef`` and ``DynamicBrokerConfig``, brought up to Kafka 4.4.0 for the configs 4.4 added
 or changed outside the share-group, streams-group, OAUTHBEARER and two-phase-commit families
-(which compat-tests/suites/differential/allowlist.toml lists as missing); where kpybroker deliberately differs the entry says
-so in ``kafka_default``. Docs are short summaries in our words; Kafka's documentation has the
-full text.
+(which compat-tests/suites/differential/allowlist.toml lists as missing); where kpybroker
+deliberately differs the entry says so in ``kafka_default``. Docs are short summaries in our
+words; Kafka's documentation has the full text.
 
 ``enforced`` marks what kpybroker acts on. Whoever makes kpybroker honour another config flips
 its flag here, so that the generated docs stay true; tests/unit/test_config_sources.py fails

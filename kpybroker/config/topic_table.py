@@ -4,8 +4,9 @@ The set, types, defaults, valid values and synonyms are Kafka 4.4's (``LogConfig
 ``ServerTopicConfigSynonyms``; 4.4.0 added errors.deadletterqueue.group.enable,
 max.decompressed.message.bytes and remote.copy.lag.*): message.format.version,
 message.timestamp.difference.max.ms and message.downconversion.enable are gone since 4.0, so a
-topic that names them is refused as Kafka refuses it. ``synonyms`` lists the broker configs whose value becomes the topic's
-default, the first one set winning, so DescribeConfigs can report synonyms and sources.
+topic that names them is refused as Kafka refuses it. ``synonyms`` lists the broker configs
+whose value becomes the topic's default, the first one set winning, so DescribeConfigs can
+report synonyms and sources.
 Topic configs can always be altered (``mode=PER_TOPIC``).
 
 A config the log acts on also has a ``LogConfig`` field (kpybroker/log/log_config.py) that names it
