@@ -203,6 +203,11 @@ class BrokerConfig:
         assert value is None or isinstance(value, str), name
         return value
 
+    def get_list(self, name: str) -> tuple[str, ...] | None:
+        value = self[name]
+        assert value is None or isinstance(value, tuple), name
+        return value
+
     @property
     def originals(self) -> Mapping[str, str]:
         """The static config as supplied (unknown and per-listener keys included)."""
@@ -279,10 +284,10 @@ class BrokerConfig:
 
     def log_dirs(self) -> list[Path]:
         """The data directories: log.dirs, else log.dir (comma separated, as Kafka reads them)."""
-        text = self.get_str("log.dirs")
-        if text is None:
-            text = self.get_str("log.dir") or ""
-        return [Path(d) for d in parse_list(text) if d]
+        dirs = self.get_list("log.dirs")
+        if dirs is None:
+            dirs = self.get_list("log.dir") or ()
+        return [Path(d) for d in dirs if d]
 
     def security_protocol_map(self) -> dict[str, str]:
         """listener.security.protocol.map as listener name (upper case) -> security protocol."""
@@ -307,8 +312,8 @@ class BrokerConfig:
 
     def listeners(self) -> list[Listener]:
         """The endpoints to bind, from ``listeners``."""
-        text = self.get_str("listeners") or ""
-        return _parse_listeners("listeners", text, self.security_protocol_map(), True)
+        entries = self.get_list("listeners") or ()
+        return _parse_listeners("listeners", entries, self.security_protocol_map(), True)
 
     def advertised_listeners(self, bound_ports: Mapping[str, int] | None = None) -> list[Listener]:
         """The endpoints given to clients: advertised.listeners, else the listeners.
@@ -317,12 +322,12 @@ class BrokerConfig:
         listener bound to port 0 advertises the port it got, given in ``bound_ports``
         (listener name -> port) by the server once it has bound its sockets.
         """
-        text = self.get_str("advertised.listeners")
-        if text is None:
+        entries = self.get_list("advertised.listeners")
+        if entries is None:
             endpoints = self.listeners()
         else:
             protocols = self.security_protocol_map()
-            endpoints = _parse_listeners("advertised.listeners", text, protocols, False)
+            endpoints = _parse_listeners("advertised.listeners", entries, protocols, False)
         ports = bound_ports or {}
         return [
             ep._replace(
@@ -405,7 +410,7 @@ class BrokerConfig:
     def _validate_listeners(self) -> None:
         protocols = self.security_protocol_map()
         listener_names = {ep.name for ep in self.listeners()}
-        advertised = self.get_str("advertised.listeners")
+        advertised = self.get_list("advertised.listeners")
         if advertised is None:
             advertised_eps = self.listeners()
         else:
@@ -483,15 +488,16 @@ def _check_dynamic(layer: Mapping[str, str], *, per_broker: bool) -> None:
 
 
 def _parse_listeners(
-    key: str, text: str, protocols: Mapping[str, str], distinct_ports: bool
+    key: str, entries: tuple[str, ...], protocols: Mapping[str, str], distinct_ports: bool
 ) -> list[Listener]:
     """Kafka's listenerListToEndPoints, with its checks on names and ports."""
+    text = ",".join(entries)
 
     def fail(problem: str) -> ConfigError:
         return ConfigError(key, f"Error creating broker listeners from '{text}': {problem}")
 
     endpoints: list[Listener] = []
-    for entry in parse_list(text):
+    for entry in entries:
         if not entry:
             continue
         match = _LISTENER.fullmatch(entry)

@@ -4,9 +4,11 @@ The set is Kafka 4.0's broker configs plus the Kafka 3.x ones that 4.0 dropped (
 friends): kpybroker's metadata store is ZooKeeper-shaped, and a 3.x server.properties should
 start kpybroker unchanged. Names, types, defaults, valid values, importance, update modes and
 internal flags are Kafka's (4.0.2; 3.9.1 for the dropped ones), read out of Kafka's own
-``ConfigDef`` and ``DynamicBrokerConfig``; where kpybroker deliberately differs the entry says
-so in ``kafka_default``. Docs are short summaries in our words; Kafka's documentation has the
-full text.
+``ConfigDef`` and ``DynamicBrokerConfig``, brought up to Kafka 4.4.0 for the configs 4.4 added
+or changed outside the share-group, streams-group, OAUTHBEARER and two-phase-commit families
+(which compat-tests/suites/differential/allowlist.toml lists as missing); where kpybroker
+deliberately differs the entry says so in ``kafka_default``. Docs are short summaries in our
+words; Kafka's documentation has the full text.
 
 ``enforced`` marks what kpybroker acts on. Whoever makes kpybroker honour another config flips
 its flag here, so that the generated docs stay true; tests/unit/test_config_sources.py fails
@@ -130,7 +132,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "migration."),
 
     # --- KRaft quorum (accepted, ignored: kpybroker keeps metadata in its own store) --------------
-    ConfigKey("controller.listener.names", STRING, None, HIGH,
+    ConfigKey("controller.listener.names", LIST, None, HIGH,
               doc="Names of the listeners that controllers use."),
     ConfigKey("controller.quorum.voters", LIST, (), HIGH,
               doc="Static list of controller quorum voters as id@host:port."),
@@ -149,6 +151,14 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Pause before a failed quorum request is retried."),
     ConfigKey("controller.quorum.append.linger.ms", INT, 25, MEDIUM,
               doc="How long the quorum leader waits to batch writes before flushing them."),
+    ConfigKey("controller.quorum.fetch.max.bytes", INT, 1_048_576, LOW, valid=Range(1),
+              doc="Most data a quorum member asks for in one Fetch from the leader (at least "
+                  "one batch is always returned)."),
+    ConfigKey("controller.quorum.fetch.snapshot.max.bytes", INT, 1_048_576, LOW, valid=Range(1),
+              doc="Most data a quorum member asks for in one FetchSnapshot."),
+    ConfigKey("controller.quorum.auto.join.enable", BOOLEAN, False, LOW,
+              doc="Let a KRaft controller add itself to the voters of its cluster's metadata "
+                  "partition."),
     ConfigKey("controller.quota.window.num", INT, 11, LOW, valid=Range(1),
               doc="Number of samples kept for controller mutation quotas."),
     ConfigKey("controller.quota.window.size.seconds", INT, 1, LOW, valid=Range(1),
@@ -196,13 +206,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="How often the controller writes a no-op record to show it is alive."),
 
     # --- Listeners and network --------------------------------------------------------------------
-    ConfigKey("listeners", STRING, "PLAINTEXT://127.0.0.1:9092", HIGH, mode=PER_BROKER,
+    ConfigKey("listeners", LIST, ("PLAINTEXT://127.0.0.1:9092",), HIGH, mode=PER_BROKER,
               enforced=True, kafka_default="PLAINTEXT://:9092",
               doc="Comma-separated URIs NAME://host:port the broker listens on. An empty host "
                   "means all interfaces; port 0 picks a free port. kpybroker defaults to "
                   "PLAINTEXT://127.0.0.1:9092 (Kafka: PLAINTEXT://:9092) so that a default "
                   "broker is reachable from this machine only."),
-    ConfigKey("advertised.listeners", STRING, None, HIGH, enforced=True,
+    ConfigKey("advertised.listeners", LIST, None, HIGH, enforced=True,
               doc="Listeners given to clients in metadata, when they differ from listeners. "
                   "Unset: the listeners, with an empty host replaced by this machine's canonical "
                   "host name."),
@@ -220,7 +230,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "set."),
     ConfigKey("control.plane.listener.name", STRING, None, HIGH,
               doc="Kafka 3.x: separate listener for controller-to-broker requests."),
-    ConfigKey("early.start.listeners", STRING, None, HIGH,
+    ConfigKey("early.start.listeners", LIST, None, HIGH,
               doc="Listeners that open before authorizers have loaded; useful for controller "
                   "listeners."),
     ConfigKey("num.network.threads", INT, 3, HIGH, valid=Range(1), mode=CLUSTER_WIDE,
@@ -290,6 +300,11 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               enforced=True,
               doc="Largest record batch the broker accepts, after compression. Default for the "
                   "topic config max.message.bytes."),
+    ConfigKey("max.decompressed.message.bytes", INT, 2_147_483_639, MEDIUM,
+              valid=Range(1, 2_147_483_639), mode=CLUSTER_WIDE,
+              doc="Largest size of a single record once decompressed; Kafka refuses larger "
+                  "records where it decompresses them. The default sets no limit. Default for "
+                  "the topic config of the same name; kpybroker does not check it."),
     ConfigKey("compression.type", STRING, "producer", HIGH,
               valid=OneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
               mode=CLUSTER_WIDE, enforced=True,
@@ -326,13 +341,16 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "where the next page starts."),
 
     # --- Log storage ------------------------------------------------------------------------------
-    ConfigKey("log.dirs", STRING, None, HIGH, enforced=True,
+    ConfigKey("log.dirs", LIST, None, HIGH, enforced=True,
               doc="Comma-separated directories where partition data is stored. When unset, "
                   "log.dir is used."),
-    ConfigKey("log.dir", STRING, "./kpybroker-data", HIGH, enforced=True,
+    ConfigKey("log.dir", LIST, ("./kpybroker-data",), HIGH, enforced=True,
               kafka_default="/tmp/kafka-logs",
-              doc="Data directory used when log.dirs is unset. kpybroker defaults to "
-                  "./kpybroker-data (Kafka: /tmp/kafka-logs)."),
+              doc="Data directory (or comma-separated directories) used when log.dirs is unset. "
+                  "kpybroker defaults to ./kpybroker-data (Kafka: /tmp/kafka-logs)."),
+    ConfigKey("cordoned.log.dirs", LIST, (), MEDIUM, mode=PER_BROKER,
+              doc="Log directories (from log.dirs or log.dir, or * for all) that take no new "
+                  "partitions. kpybroker accepts this and ignores it."),
     ConfigKey("log.segment.bytes", INT, 1_073_741_824, HIGH, valid=Range(1_048_576),
               mode=CLUSTER_WIDE, enforced=True,
               doc="Largest size of one segment file; the active segment is rolled before it "
@@ -525,8 +543,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Group protocols the coordinator accepts: classic, consumer (KIP-848), share."),
     ConfigKey("group.coordinator.threads", INT, 4, HIGH, valid=Range(1),
               doc="Threads of the group coordinator."),
-    ConfigKey("group.coordinator.append.linger.ms", INT, 5, MEDIUM, valid=Range(0),
-              doc="How long the coordinator waits to batch writes to __consumer_offsets."),
+    ConfigKey("group.coordinator.append.linger.ms", INT, -1, MEDIUM, valid=Range(-1),
+              doc="How long the coordinator waits to batch writes to __consumer_offsets; -1 "
+                  "adapts the wait to the load."),
+    ConfigKey("group.coordinator.background.threads", INT, 2, HIGH, valid=Range(1),
+              doc="Threads of the group coordinator for background work (regular expression "
+                  "subscriptions, offloaded assignments)."),
+    ConfigKey("group.coordinator.cached.buffer.max.bytes", INT, 1_048_588, MEDIUM,
+              valid=Range(524_288), mode=CLUSTER_WIDE,
+              doc="Largest write buffer the group coordinator keeps for reuse."),
     ConfigKey("group.coordinator.new.enable", BOOLEAN, True, MEDIUM, internal=True,
               doc="Use the new group coordinator. Kafka internal switch."),
     ConfigKey("group.consumer.assignors", LIST, ("uniform", "range"), MEDIUM,
@@ -549,6 +574,19 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Longest heartbeat interval of consumer-protocol members."),
     ConfigKey("group.consumer.max.size", INT, INT_MAX, MEDIUM, valid=Range(1),
               doc="Most members in one consumer-protocol group."),
+    ConfigKey("group.consumer.assignment.interval.ms", INT, 1000, MEDIUM, valid=Range(0),
+              mode=CLUSTER_WIDE,
+              doc="Interval between assignment updates of a consumer-protocol group."),
+    ConfigKey("group.consumer.min.assignment.interval.ms", INT, 0, MEDIUM, valid=Range(0),
+              doc="Shortest interval between assignment updates of a consumer-protocol group."),
+    ConfigKey("group.consumer.max.assignment.interval.ms", INT, 15_000, MEDIUM, valid=Range(0),
+              doc="Longest interval between assignment updates of a consumer-protocol group."),
+    ConfigKey("group.consumer.assignor.offload.enable", BOOLEAN, True, MEDIUM, internal=True,
+              doc="Compute consumer-protocol assignments on a background thread."),
+    ConfigKey("group.consumer.regex.refresh.interval.ms", INT, 600_000, MEDIUM,
+              valid=Range(10_000), internal=True,
+              doc="How often the topics matching consumer-protocol regex subscriptions are "
+                  "refreshed."),
     ConfigKey("offsets.topic.num.partitions", INT, 50, HIGH, valid=Range(1), enforced=True,
               doc="Partitions of __consumer_offsets. Fixed once the topic exists."),
     ConfigKey("offsets.topic.replication.factor", SHORT, 1, HIGH, valid=Range(1), enforced=True,
@@ -608,7 +646,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("group.share.max.record.lock.duration.ms", INT, 60_000, MEDIUM,
               valid=Range(30_000, 3_600_000),
               doc="Longest record lock duration."),
-    ConfigKey("group.share.partition.max.record.locks", INT, 200, MEDIUM, valid=Range(100, 10_000),
+    ConfigKey("group.share.partition.max.record.locks", INT, 2000, MEDIUM, valid=Range(100, 10_000),
               doc="Most locked records per share partition."),
     ConfigKey("group.share.persister.class.name", STRING,
               "org.apache.kafka.server.share.persister.DefaultStatePersister", MEDIUM,
@@ -616,8 +654,23 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Class that persists share group state."),
     ConfigKey("share.coordinator.threads", INT, 1, MEDIUM, valid=Range(1),
               doc="Threads of the share coordinator."),
-    ConfigKey("share.coordinator.append.linger.ms", INT, 10, MEDIUM, valid=Range(0),
-              doc="How long the share coordinator waits to batch writes."),
+    ConfigKey("share.coordinator.append.linger.ms", INT, -1, MEDIUM, valid=Range(-1),
+              doc="How long the share coordinator waits to batch writes; -1 adapts the wait to "
+                  "the load."),
+    ConfigKey("share.coordinator.cached.buffer.max.bytes", INT, 1_048_588, MEDIUM,
+              valid=Range(524_288), mode=CLUSTER_WIDE,
+              doc="Largest write buffer the share coordinator keeps for reuse."),
+    ConfigKey("share.coordinator.cold.partition.snapshot.interval.ms", INT, 300_000, LOW,
+              valid=Range(1), internal=True,
+              doc="How often the state of share partitions that see no updates is snapshotted."),
+    ConfigKey("errors.deadletterqueue.topic.name.prefix", STRING, "dlq.", MEDIUM,
+              mode=CLUSTER_WIDE,
+              doc="Prefix that share-group dead-letter queue topics must have (KIP-1191); empty "
+                  "means any name."),
+    ConfigKey("errors.deadletterqueue.auto.create.topics.enable", BOOLEAN, False, MEDIUM,
+              mode=CLUSTER_WIDE,
+              doc="Create a share group's dead-letter queue topic when it does not exist "
+                  "(KIP-1191)."),
     ConfigKey("share.coordinator.load.buffer.size", INT, 5_242_880, HIGH, valid=Range(1),
               doc="Read buffer size used when loading share state."),
     ConfigKey("share.coordinator.snapshot.update.records.per.snapshot", INT, 500, MEDIUM,
@@ -837,9 +890,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Longest pause between retries of the JWKS fetch."),
     ConfigKey("sasl.oauthbearer.token.endpoint.url", STRING, None, MEDIUM,
               doc="URL of the OAuth token endpoint, or a token file."),
-    ConfigKey("sasl.oauthbearer.expected.audience", LIST, None, LOW,
+    ConfigKey("sasl.oauthbearer.expected.audience", LIST, (), HIGH,
               doc="Audiences an OAuth token must name one of."),
-    ConfigKey("sasl.oauthbearer.expected.issuer", STRING, None, LOW,
+    ConfigKey("sasl.oauthbearer.expected.issuer", STRING, None, HIGH,
               doc="Issuer an OAuth token must name."),
     ConfigKey("sasl.oauthbearer.scope.claim.name", STRING, "scope", LOW,
               doc="Claim of an OAuth token that holds its scopes."),
@@ -849,6 +902,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Clock difference allowed when checking OAuth token times."),
     ConfigKey("security.providers", STRING, None, LOW,
               doc="Classes that register extra Java security providers."),
+    ConfigKey("config.providers", LIST, (), LOW, mode=CLUSTER_WIDE,
+              doc="Aliases of ConfigProvider classes that load config values (secrets) from "
+                  "outside sources. Java plugin; not supported."),
 
     # --- Metrics ----------------------------------------------------------------------------------
     ConfigKey("metric.reporters", LIST, ("org.apache.kafka.common.metrics.JmxReporter",), LOW,
@@ -879,6 +935,19 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("log.local.retention.bytes", LONG, -2, MEDIUM, valid=Range(-2), mode=CLUSTER_WIDE,
               doc="With tiered storage, how much data stays on local disk per partition; -2 "
                   "means log.retention.bytes."),
+    ConfigKey("log.remote.copy.lag.ms", LONG, 0, MEDIUM, valid=Range(-1), mode=CLUSTER_WIDE,
+              doc="With tiered storage, how old a closed segment's newest record must be before "
+                  "it may be copied to remote storage; 0 copies at once, -1 means "
+                  "log.local.retention.ms. Default for the topic config remote.copy.lag.ms."),
+    ConfigKey("log.remote.copy.lag.bytes", LONG, -1, MEDIUM, valid=Range(-1), mode=CLUSTER_WIDE,
+              doc="With tiered storage, how many bytes of newer local data must follow a closed "
+                  "segment before it may be copied; 0 copies at once, -1 means "
+                  "log.local.retention.bytes. Default for the topic config "
+                  "remote.copy.lag.bytes."),
+    ConfigKey("follower.fetch.last.tiered.offset.enable", BOOLEAN, False, MEDIUM,
+              mode=CLUSTER_WIDE,
+              doc="With tiered storage, let an empty follower start replicating after the last "
+                  "tiered offset instead of from the start."),
     ConfigKey("remote.log.storage.manager.class.name", STRING, None, MEDIUM, valid=NonEmptyString(),
               doc="Remote storage manager class."),
     ConfigKey("remote.log.storage.manager.class.path", STRING, None, MEDIUM,
@@ -904,8 +973,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("remote.log.index.file.cache.total.size.bytes", LONG, 1_073_741_824, LOW,
               valid=Range(1), mode=CLUSTER_WIDE,
               doc="Disk space for cached remote indexes."),
+    ConfigKey("remote.log.index.file.cache.ttl.ms", LONG, 900_000, LOW, valid=Range(-1),
+              internal=True,
+              doc="Longest time a cached remote index stays after its last use."),
     ConfigKey("remote.log.manager.thread.pool.size", INT, 2, MEDIUM, valid=Range(1),
               doc="Threads that schedule remote log tasks."),
+    ConfigKey("remote.log.manager.follower.thread.pool.size", INT, 2, MEDIUM, valid=Range(1),
+              mode=CLUSTER_WIDE,
+              doc="Threads that read the highest offset uploaded to remote storage for follower "
+                  "partitions."),
     ConfigKey("remote.log.manager.copier.thread.pool.size", INT, 10, MEDIUM, valid=Range(1),
               mode=CLUSTER_WIDE,
               doc="Threads that copy segments to remote storage."),

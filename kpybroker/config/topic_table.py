@@ -1,10 +1,12 @@
 """Every topic config, one entry each, with the broker configs that supply its default.
 
-The set, types, defaults, valid values and synonyms are Kafka 4.0's (``LogConfig`` and
-``ServerTopicConfigSynonyms``): message.format.version, message.timestamp.difference.max.ms
-and message.downconversion.enable are gone there, so a topic that names them is refused as
-Kafka 4.0 refuses it. ``synonyms`` lists the broker configs whose value becomes the topic's
-default, the first one set winning, so DescribeConfigs can report synonyms and sources.
+The set, types, defaults, valid values and synonyms are Kafka 4.4's (``LogConfig`` and
+``ServerTopicConfigSynonyms``; 4.4.0 added errors.deadletterqueue.group.enable,
+max.decompressed.message.bytes and remote.copy.lag.*): message.format.version,
+message.timestamp.difference.max.ms and message.downconversion.enable are gone since 4.0, so a
+topic that names them is refused as Kafka refuses it. ``synonyms`` lists the broker configs
+whose value becomes the topic's default, the first one set winning, so DescribeConfigs can
+report synonyms and sources.
 Topic configs can always be altered (``mode=PER_TOPIC``).
 
 A config the log acts on also has a ``LogConfig`` field (kpybroker/log/log_config.py) that names it
@@ -93,6 +95,18 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("remote.log.delete.on.disable", BOOLEAN, False, MEDIUM, mode=PER_TOPIC,
               doc="With tiered storage, delete remote data when remote.storage.enable is turned "
                   "off."),
+    ConfigKey("remote.copy.lag.ms", LONG, 0, MEDIUM, valid=Range(-1), mode=PER_TOPIC,
+              synonyms=("log.remote.copy.lag.ms",),
+              doc="With tiered storage, how old a closed segment's newest record must be before "
+                  "the segment may be copied to remote storage (either this or "
+                  "remote.copy.lag.bytes suffices); 0 copies at once, -1 means "
+                  "local.retention.ms."),
+    ConfigKey("remote.copy.lag.bytes", LONG, -1, MEDIUM, valid=Range(-1), mode=PER_TOPIC,
+              synonyms=("log.remote.copy.lag.bytes",),
+              doc="With tiered storage, how many bytes of newer local data must follow a closed "
+                  "segment before it may be copied to remote storage (either this or "
+                  "remote.copy.lag.ms suffices); 0 copies at once, -1 means "
+                  "local.retention.bytes."),
 
     # --- Compaction -------------------------------------------------------------------------------
     ConfigKey("min.cleanable.dirty.ratio", DOUBLE, 0.5, MEDIUM, valid=Range(0, 1), mode=PER_TOPIC,
@@ -114,6 +128,15 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("max.message.bytes", INT, 1_048_588, MEDIUM, valid=Range(0), mode=PER_TOPIC,
               enforced=True, synonyms=("message.max.bytes",),
               doc="Largest record batch accepted for this topic, after compression."),
+    ConfigKey("max.decompressed.message.bytes", INT, 2_147_483_639, MEDIUM,
+              valid=Range(1, 2_147_483_639), mode=PER_TOPIC,
+              synonyms=("max.decompressed.message.bytes",),
+              doc="Largest size of a single record once decompressed; Kafka refuses larger "
+                  "records where it decompresses them (produce validation, compaction, offset "
+                  "lookups by time). The default sets no limit."),
+    ConfigKey("errors.deadletterqueue.group.enable", BOOLEAN, False, MEDIUM, mode=PER_TOPIC,
+              doc="Let share groups use this topic as their dead-letter queue (KIP-1191). "
+                  "kpybroker has no share groups."),
     ConfigKey("compression.type", STRING, "producer", MEDIUM,
               valid=OneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
               mode=PER_TOPIC, enforced=True, synonyms=("compression.type",),

@@ -19,7 +19,7 @@ from tests.helpers.process import ToolResult, ToolRunner
 
 pytestmark = pytest.mark.timeout(180)
 
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"  # kafka.admin.ConfigCommand before 4.2
 API_VERSIONS_COMMAND = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 LOG_DIRS_COMMAND = "org.apache.kafka.tools.LogDirsCommand"
 DELETE_RECORDS_COMMAND = "org.apache.kafka.tools.DeleteRecordsCommand"

@@ -337,7 +337,7 @@ def java_session(case: Case, request: pytest.FixtureRequest) -> Session:
     args = [
         "--bootstrap-server", case.bootstrap, "--topic", case.topic, "--partition", "0",
         "--offset", str(case.position), "--consumer-property",
-        f"auto.offset.reset={case.policy}", "--property", "print.offset=true",
+        f"auto.offset.reset={case.policy}", "--formatter-property", "print.offset=true",
         "--timeout-ms", str(int(OUTCOME_TIMEOUT * 1000)),
     ]  # fmt: skip
     return ToolSession(

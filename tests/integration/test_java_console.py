@@ -83,8 +83,8 @@ def test_console_producer_then_consumer(
     pairs = [(f"key{i}", f"value {i}: {'ü' * (i % 7)}{'x' * (i % 300)}") for i in range(count)]
     produced = java_tool(
         CONSOLE_PRODUCER, "--bootstrap-server", bootstrap, "--topic", topic,
-        "--compression-codec", codec, "--property", "parse.key=true",
-        "--property", "key.separator=\t",
+        "--compression-codec", codec, "--reader-property", "parse.key=true",
+        "--reader-property", "key.separator=\t",
         input="".join(f"{k}\t{v}\n" for k, v in pairs),
     ).check()  # fmt: skip
     assert "ERROR" not in produced.stderr, produced.describe()
@@ -92,8 +92,8 @@ def test_console_producer_then_consumer(
     consumed = java_tool(
         CONSOLE_CONSUMER, "--bootstrap-server", bootstrap, "--topic", topic,
         "--partition", "0", "--offset", "earliest", "--max-messages", str(count),
-        "--timeout-ms", "60000", "--property", "print.key=true",
-        "--property", "print.offset=true", "--property", "key.separator=\t",
+        "--timeout-ms", "60000", "--formatter-property", "print.key=true",
+        "--formatter-property", "print.offset=true", "--formatter-property", "key.separator=\t",
     ).check()  # fmt: skip
     expected = [f"Offset:{i}\t{k}\t{v}" for i, (k, v) in enumerate(pairs)]
     lines = consumed.stdout.splitlines()

@@ -1,4 +1,4 @@
-"""``__consumer_offsets`` formats and partitioning, byte for byte against Kafka 4.1.2.
+"""``__consumer_offsets`` formats and partitioning, byte for byte against Kafka 4.4.0.
 
 The expected bytes were produced by Kafka's own generated classes
 (``org.apache.kafka.coordinator.group.generated``, written with

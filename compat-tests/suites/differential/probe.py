@@ -37,7 +37,7 @@ from . import whole
 #: Marks a path one broker reported and the other did not.
 ABSENT = "<absent>"
 
-#: Apache Kafka's API keys (``org.apache.kafka.common.protocol.ApiKeys``, 4.1), for readable paths.
+#: Apache Kafka's API keys (``org.apache.kafka.common.protocol.ApiKeys``, 4.4), for readable paths.
 API_NAMES = {
     0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 4: "LeaderAndIsr",
     5: "StopReplica", 6: "UpdateMetadata", 7: "ControlledShutdown", 8: "OffsetCommit",
@@ -66,6 +66,7 @@ API_NAMES = {
     84: "ReadShareGroupState", 85: "WriteShareGroupState", 86: "DeleteShareGroupState",
     87: "ReadShareGroupStateSummary", 88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",
     90: "DescribeShareGroupOffsets", 91: "AlterShareGroupOffsets", 92: "DeleteShareGroupOffsets",
+    93: "StreamsGroupTopologyDescriptionUpdate", 94: "UnregisterController",
 }  # fmt: skip
 
 #: DescribeConfigs' config_source numbers (``DescribeConfigsResponse.ConfigSource``).

@@ -46,7 +46,9 @@ def metadata_answers(p: Probe) -> None:
             include_cluster_authorized_operations=False,
             include_topic_authorized_operations=False,
         )
-        p.answer(f"v{v}", request, v)
+        # Kafka 4.4 answers the names it does not know (unknown and invalid alike) after the
+        # ones it does, in java.util.HashSet order (KafkaApis.getTopicMetadata's removeAll).
+        p.answer(f"v{v}", request, v, unordered=("topics",))
     [known] = p.metadata(["diff-md"]).topics
     by_id = metadata.MetadataRequest(
         topics=[

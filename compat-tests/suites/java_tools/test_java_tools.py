@@ -22,7 +22,7 @@ from tests.helpers.java import run_java
 from tests.helpers.process import ToolResult
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"  # kafka.admin.ConfigCommand before 4.2
 GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 GET_OFFSET_SHELL = "org.apache.kafka.tools.GetOffsetShell"
 API_VERSIONS_COMMAND = "org.apache.kafka.tools.BrokerApiVersionsCommand"
@@ -78,7 +78,7 @@ class Tools:
     def produce_lines(self, topic: str, lines: list[str], *props: str) -> None:
         args = ["--topic", topic]
         for prop in props:
-            args += ["--property", prop]
+            args += ["--reader-property", prop]  # --property is deprecated since Kafka 4.2
         produced = self.run(CONSOLE_PRODUCER, *args, input="".join(f"{x}\n" for x in lines))
         produced.check()
         assert "ERROR" not in produced.stderr, produced.describe()
@@ -195,8 +195,8 @@ def test_console_producer_and_consumer_without_group(tools: Tools, topic_name: s
     )  # fmt: skip
     consumed = tools.run(
         CONSOLE_CONSUMER, "--topic", topic_name, "--from-beginning", "--max-messages", "300",
-        "--timeout-ms", "30000", "--property", "print.key=true",
-        "--property", "print.offset=true", "--property", "key.separator=\t",
+        "--timeout-ms", "30000", "--formatter-property", "print.key=true",
+        "--formatter-property", "print.offset=true", "--formatter-property", "key.separator=\t",
     ).check()  # fmt: skip
     expected = [f"Offset:{i}\t{k}\t{v}" for i, (k, v) in enumerate(pairs)]
     assert consumed.stdout.splitlines() == expected

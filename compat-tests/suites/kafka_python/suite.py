@@ -24,9 +24,9 @@ from compat.suite import Command, PytestSuite, RunContext
 KAFKA_PYTHON_VERSION = "3.0.12"
 SDIST_SHA256 = "4ccda3616b9aa5c353d74a97f2770d6cd1b950890d77ab0e8890e09a48eeed65"
 #: The broker version the suite is told it runs against. It picks which tests
-#: run and the api_version every client is built with. 4.1 matches the Apache
+#: run and the api_version every client is built with. 4.4 matches the Apache
 #: Kafka that the Java and differential suites pin (compat-tests/java/pom.xml).
-KAFKA_VERSION = "4.1.0"
+KAFKA_VERSION = "4.4.0"
 TEST_FILES = (
     "test/integration/test_producer_integration.py",
     "test/integration/test_consumer_integration.py",
