@@ -21,8 +21,10 @@ def kpy(module: str, broker: ManagedBroker, *args: str, input: str | None = None
 
 
 def test_topics_tool_lifecycle(module_broker: ManagedBroker) -> None:
-    created = kpy("topic_command", module_broker, "--create", "--topic", "tool-topic",
-                  "--partitions", "2", "--config", "cleanup.policy=compact,delete").check()  # fmt: skip
+    created = kpy(
+        "topic_command", module_broker, "--create", "--topic", "tool-topic", "--partitions", "2",
+        "--config", "cleanup.policy=compact,delete",
+    ).check()  # fmt: skip
     assert created.stdout == "Created topic tool-topic.\n"
     assert "tool-topic" in kpy("topic_command", module_broker, "--list").check().stdout.split()
     kpy(
