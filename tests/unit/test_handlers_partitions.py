@@ -222,3 +222,17 @@ def test_describe_producers_of_an_unknown_topic() -> None:
     [topic] = call(services(topics=FakeTopics(topic_of("t"))), request, 0).topics
     [part] = topic.partitions
     assert part.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_fetch_with_a_stale_leader_epoch_is_fenced_with_the_current_leader() -> None:
+    # A one-node Kafka cannot be made to bump an epoch, so this is held here: Kafka's
+    # processResponseCallback gives FENCED_LEADER_EPOCH the current leader from v16.
+    topic_id = uuid.uuid4().bytes
+    replicas = replicas_with(("t", 0, FakePartition(high_watermark=1, leader_epoch=3)))
+    replicas.ids[topic_id] = "t"
+    request = fetch_request([("t", 0, 0)], ids={"t": topic_id})
+    request.topics[0].partitions[0].current_leader_epoch = 1
+    [part] = call(services(replicas=replicas), request, 16).responses[0].partitions
+    assert part.error_code == ErrorCode.FENCED_LEADER_EPOCH
+    assert (part.high_watermark, part.records, part.aborted_transactions) == (-1, b"", None)
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (1, 5)
