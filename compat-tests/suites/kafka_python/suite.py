@@ -17,16 +17,19 @@ import tarfile
 from pathlib import Path
 from typing import ClassVar
 
-from compat.install import build_once, digest, pypi_sdist, python_env
+from compat.install import build_once, digest, kafka_version, pypi_sdist, python_env
 from compat.paths import COMPAT_ROOT, compat_cache
 from compat.suite import Command, PytestSuite, RunContext
 
 KAFKA_PYTHON_VERSION = "3.0.12"
 SDIST_SHA256 = "4ccda3616b9aa5c353d74a97f2770d6cd1b950890d77ab0e8890e09a48eeed65"
-#: The broker version the suite is told it runs against. It picks which tests
-#: run and the api_version every client is built with. 4.4 matches the Apache
-#: Kafka that the Java and differential suites pin (compat-tests/java/pom.xml).
-KAFKA_VERSION = "4.4.0"
+#: The broker version the suite is told it runs against, by target. It picks which
+#: tests run and the api_version every client is built with, so it must be the
+#: Kafka release whose API versions the broker has: kpybroker serves Kafka 4.1's
+#: (ListOffsets v10, DescribeLogDirs v4, ...; told 4.4, clients may use versions
+#: it lacks before they have read its ApiVersions), the reference is the Apache
+#: Kafka the Java and differential suites pin (compat-tests/java/pom.xml).
+KAFKA_VERSIONS = {"kpybroker": "4.1.0", "kafka": kafka_version()}
 TEST_FILES = (
     "test/integration/test_producer_integration.py",
     "test/integration/test_consumer_integration.py",
@@ -50,7 +53,8 @@ class KafkaPythonSuite(PytestSuite):
     summary = "kafka-python's own producer, consumer and admin integration tests"
     what = (
         "kafka-python's own test/integration from its sdist: producer, consumer and admin "
-        f"tests, KAFKA_VERSION={KAFKA_VERSION}, external-broker mode (SASL/SSL files left out)"
+        f"tests, KAFKA_VERSION={KAFKA_VERSIONS['kpybroker']} (the API level kpybroker serves), "
+        "external-broker mode (SASL/SSL files left out)"
     )
     # What upstream's harness gives its Kafka (test/integration/fixtures.py and
     # its kafka.properties): the suite's tests assume these settings.
@@ -85,7 +89,7 @@ class KafkaPythonSuite(PytestSuite):
             shutil.copytree(harness, tmp, dirs_exist_ok=True)
 
         self.source = build_once(target, unpack)
-        return {"kafka-python": KAFKA_PYTHON_VERSION, "KAFKA_VERSION": KAFKA_VERSION}
+        return {"kafka-python": KAFKA_PYTHON_VERSION, "KAFKA_VERSION": KAFKA_VERSIONS["kpybroker"]}
 
     def rootdir(self) -> Path:
         return self.source
@@ -106,7 +110,7 @@ class KafkaPythonSuite(PytestSuite):
         kafka_root = ctx.work_dir / "kafka-root"  # must exist; never used in external mode
         kafka_root.mkdir(exist_ok=True)
         command.env.update(
-            KAFKA_VERSION=KAFKA_VERSION,
+            KAFKA_VERSION=KAFKA_VERSIONS[ctx.target],
             KAFKA_URI=f"tcp://{ctx.bootstrap}",
             KAFKA_ROOT=str(kafka_root),
         )
