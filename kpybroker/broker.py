@@ -79,6 +79,7 @@ class Broker:
         self.logs: LogManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.coordinator: GroupCoordinator | None = None
+        self.view: ClusterView | None = None
         self.services: Services | None = None
         self.cluster_id: str | None = None
         self.servers: list[asyncio.Server] = []
@@ -96,6 +97,7 @@ class Broker:
         self.cluster = ClusterMetadata(self.store)
         await self.cluster.start()
         self.cluster_id = await self.cluster.ensure_cluster_id()
+        self.view = ClusterView(self.broker_id, self.cluster_id, self.cluster)
         self.load_dynamic_config()
         self.logs = LogManager(
             config.log_dirs(),
@@ -117,7 +119,7 @@ class Broker:
             replicas=self.replicas,
             topics=self.topics,
             groups=self.coordinator,
-            cluster=ClusterView(self.broker_id, self.cluster_id, self.cluster),
+            cluster=self.view,
             logs=self.logs,
             controller=self.controller,
             producer_ids=self.producer_ids,
@@ -206,14 +208,10 @@ class Broker:
         """The broker config in force: dynamic changes replace ``self.config``."""
         return self.config
 
-    def topic_overrides(self, topic: str) -> dict[str, str]:
-        meta = self.cluster.topics().get(topic) if self.cluster else None
-        return dict(meta.configs) if meta else {}
-
     def log_config_for(self, topic: str) -> LogConfig:
         """The topic's effective log config; computed again only when the broker config
         or the topic's overrides changed (creating 10,000 partitions asks 10,000 times)."""
-        overrides = self.topic_overrides(topic)
+        overrides = self.view.topic_overrides(topic)
         cached = self._log_configs.get(topic)
         if cached is not None and cached[0] is self.config and cached[1] == overrides:
             return cached[2]

@@ -16,7 +16,11 @@ from kpybroker.cluster.assignment import assign_replicas
 from kpybroker.config import validate_topic_configs
 from kpybroker.config.describe import ConfigEntry, topic_config_entries
 from kpybroker.metadata.model import PartitionMetadata, TopicMetadata, UnknownTopicError
-from kpybroker.metadata.topic_names import validate_no_collision, validate_topic_name
+from kpybroker.metadata.topic_names import (
+    INTERNAL_TOPICS,
+    validate_no_collision,
+    validate_topic_name,
+)
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
@@ -24,8 +28,6 @@ if TYPE_CHECKING:
     from kpybroker.config import BrokerConfig
     from kpybroker.metadata.cluster_metadata import ClusterMetadata
 
-OFFSETS_TOPIC = "__consumer_offsets"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 _ZERO_UUID = uuid.UUID(int=0)
 
 

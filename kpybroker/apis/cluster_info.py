@@ -21,7 +21,7 @@ from kpybroker.apis.support.metadata_answers import (
     topic_metadata,
 )
 from kpybroker.apis.support.registry import api
-from kpybroker.metadata.topic_names import topic_name_error
+from kpybroker.metadata.topic_names import INTERNAL_TOPICS, topic_name_error
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import describe_cluster, describe_topic_partitions
 from kpybroker.protocol.messages.describe_cluster import (
@@ -36,7 +36,7 @@ from kpybroker.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
-from kpybroker.topic_admin import INTERNAL_TOPICS, Topic
+from kpybroker.topic_admin import Topic
 
 BROKER_ENDPOINT = 1
 

@@ -29,6 +29,7 @@ import logging
 
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import api
+from kpybroker.metadata.topic_names import INTERNAL_TOPICS
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import delete_records
 from kpybroker.protocol.messages.delete_records import (
@@ -37,7 +38,6 @@ from kpybroker.protocol.messages.delete_records import (
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
-from kpybroker.topic_admin import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.metadata_answers import CLUSTER_OPERATIONS, NO_OPERATIONS
 from kpybroker.apis.support.registry import api
-from kpybroker.metadata.topic_names import topic_name_error
+from kpybroker.metadata.topic_names import OFFSETS_TOPIC, topic_name_error
 from kpybroker.protocol._codec import Encoded
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import metadata
@@ -32,7 +32,7 @@ from kpybroker.protocol.messages.metadata import (
     MetadataResponseBroker,
     MetadataResponseTopic,
 )
-from kpybroker.topic_admin import OFFSETS_TOPIC, Topic
+from kpybroker.topic_admin import Topic
 
 AUTO_CREATE_FROM = 4
 

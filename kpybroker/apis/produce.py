@@ -39,6 +39,7 @@ from kpybroker.log.produce_validator import (
     in_topic_codec,
     validate_produced,
 )
+from kpybroker.metadata.topic_names import INTERNAL_TOPICS
 from kpybroker.protocol import records
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import produce
@@ -51,7 +52,6 @@ from kpybroker.protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from kpybroker.topic_admin import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 

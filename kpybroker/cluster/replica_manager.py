@@ -192,11 +192,10 @@ class ReplicaManager:
         """The name of a topic of the cluster, hosted here or not: Kafka resolves topic
         IDs against its whole metadata cache (``topicIdsToNames``), so that a topic this
         broker holds no replica of is NOT_LEADER_OR_FOLLOWER rather than UNKNOWN_TOPIC_ID.
-        A hosted topic is found without a scan."""
+        """
         name = self.topic_names.get(topic_id)
         if name is None and self._cluster is not None:
-            topics = self._cluster.topics().values()
-            name = next((m.name for m in topics if m.topic_id.bytes == topic_id), None)
+            name = self._cluster.topic_name(topic_id)
         return name
 
     def get(self, topic: str, index: int) -> Partition | None:

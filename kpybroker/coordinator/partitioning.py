@@ -9,8 +9,6 @@ and a data directory written by one broker would then be misread by the other.
 
 from __future__ import annotations
 
-OFFSETS_TOPIC = "__consumer_offsets"
-
 _INT_MIN = -(2**31)
 
 

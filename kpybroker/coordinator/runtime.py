@@ -34,9 +34,10 @@ from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import Append, Effects, SetTimer, TimerKey, Token
 from kpybroker.coordinator.loader import read_partition
 from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, encode_batch
-from kpybroker.coordinator.partitioning import OFFSETS_TOPIC, partition_for
+from kpybroker.coordinator.partitioning import partition_for
 from kpybroker.coordinator.shard import CoordinatorShard
 from kpybroker.metadata.model import ChangeKind, MetadataChange
+from kpybroker.metadata.topic_names import OFFSETS_TOPIC
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ from kpybroker.coordinator.committed_offsets import commit_error_response
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import Caller, Effects, Token
 from kpybroker.coordinator.membership import join_error
-from kpybroker.coordinator.partitioning import OFFSETS_TOPIC
 from kpybroker.coordinator.runtime import CoordinatorRuntime
 from kpybroker.coordinator.shard import CoordinatorShard
+from kpybroker.metadata.topic_names import OFFSETS_TOPIC
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
 from kpybroker.protocol.messages.describe_groups import DescribedGroup

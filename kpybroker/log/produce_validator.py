@@ -13,9 +13,9 @@ the broker itself (the group coordinator's), has its header read again.
 The checks run in this order, each raising ``KafkaError`` (the code in capitals).
 Called by the Produce handler, before anything is appended:
 
-1. Batch count (Produce v3+, ``ProduceRequest.validateRecords``): a length below
-   the 61-byte v2 header is CORRUPT_MESSAGE; anything but exactly one whole batch
-   (none, a truncated one, bytes after it) is INVALID_RECORD.
+1. Batch count (Produce v3+, ``ProduceRequest.validateRecords``): no whole batch
+   (none, or one cut short) is INVALID_RECORD; a whole batch shorter than the
+   61-byte v2 header is CORRUPT_MESSAGE; bytes after the batch are INVALID_RECORD.
 2. Size: above max.message.bytes is MESSAGE_TOO_LARGE
    (``UnifiedLog.analyzeAndValidateRecords``).
 3. Magic, CRC and header fields (``records.validate_batch``): magic 0 or 1 is

@@ -192,6 +192,10 @@ class ClusterMetadata:
         """All topics, by name. The mapping is live; each ``TopicMetadata`` is a snapshot."""
         return TopicViews(self._views)
 
+    def topic_name(self, topic_id: bytes) -> str | None:
+        """The name of the topic with this id (16 bytes), or None."""
+        return self._views.name_of(topic_id)
+
     def live_brokers(self) -> Mapping[int, BrokerRegistration]:
         return {broker.broker_id: broker for broker in self._brokers.items.values()}
 

@@ -20,10 +20,16 @@ from collections.abc import Iterable
 
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
+OFFSETS_TOPIC = "__consumer_offsets"
+#: Topics only the broker writes to (the group and transaction coordinators).
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
+
 __all__ = [
+    "INTERNAL_TOPICS",
     "LEGAL_CHARACTERS",
     "LEGAL_NAME",
     "MAX_NAME_LENGTH",
+    "OFFSETS_TOPIC",
     "colliding_topic",
     "topic_name_error",
     "unify_collision_chars",

@@ -228,10 +228,20 @@ class TopicViewCache:
         self._topic_configs = topic_configs
         self._states = states
         self._views: dict[str, TopicMetadata] = {}
+        self._names_by_id: dict[bytes, str] | None = None  # built on first use
 
     def drop(self, name: str) -> None:
         """Forget the view of topic ``name``: its node or its configs changed."""
         self._views.pop(name, None)
+        self._names_by_id = None
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        """The name of the topic with ``topic_id``; the index is rebuilt after a topic change."""
+        if self._names_by_id is None:
+            self._names_by_id = {
+                node.topic_id.bytes: name for name, node in self._topic_nodes.items.items()
+            }
+        return self._names_by_id.get(topic_id)
 
     def patch(self, name: str, partition: int) -> None:
         """Give a built view of topic ``name`` the new state of one partition: a copy

@@ -11,8 +11,8 @@ import pytest
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import Caller
 from kpybroker.coordinator.offsets_topic_records import decode_batch
-from kpybroker.coordinator.partitioning import OFFSETS_TOPIC
 from kpybroker.coordinator.runtime import CoordinatorRuntime
+from kpybroker.metadata.topic_names import OFFSETS_TOPIC
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from tests.helpers.coordinator_driver import commit_request, join_request
 
