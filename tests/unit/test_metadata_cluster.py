@@ -441,3 +441,17 @@ async def test_listener_errors_do_not_break_the_cache(backend: Backend) -> None:
     cluster.add_listener(failing)
     await cluster.create_topic("t", {0: [0]})
     assert cluster.topics()["t"].partitions[0].leader == 0
+
+
+@scenario
+async def test_topic_ids_resolve_to_names_until_the_topic_goes(backend: Backend) -> None:
+    cluster = await broker(backend, 0)
+    first = await cluster.create_topic("t", {0: [0]})
+    assert cluster.topic_name(first.bytes) == "t"
+    assert cluster.topic_name(bytes(16)) is None
+    await cluster.delete_topic("t")
+    await eventually(lambda: "t" not in cluster.topics())
+    assert cluster.topic_name(first.bytes) is None
+    second = await cluster.create_topic("t", {0: [0]})  # the same name, a new id
+    assert cluster.topic_name(second.bytes) == "t"
+    assert cluster.topic_name(first.bytes) is None
