@@ -18,16 +18,20 @@ from kpybroker.protocol.messages import (
     describe_producers,
     describe_topic_partitions,
     elect_leaders,
+    heartbeat,
+    init_producer_id,
     join_group,
     leave_group,
+    list_groups,
     list_partition_reassignments,
     metadata,
+    offset_delete,
     sync_group,
 )
 
-from .error_paths import ready_coordinator
-from .probe import Probe, scenario
-from .scenarios import assignment, subscription
+from .error_paths import commit_request, ready_coordinator
+from .probe import Probe, error, scenario
+from .scenarios import COORDINATOR_LOADING, assignment, subscription
 
 #: Texts that are Kafka's own documentation of a config, not behaviour.
 DOCUMENTATION = ("*documentation",)
@@ -194,3 +198,71 @@ def describe_cluster_answers(p: Probe) -> None:
                 include_cluster_authorized_operations=ops, endpoint_type=1
             )
             p.answer(f"v{v} operations {ops}", request, v, varies=("cluster_id",))
+
+
+@scenario
+def group_protocol_answers(p: Probe) -> None:
+    """JoinGroup before member-id rounds, Heartbeat, ListGroups, OffsetDelete, InitProducerId."""
+    topic = "diff-gp-topic"
+    p.create_topic(topic, 1)
+    for v in (0, 1, 3):
+        gid = f"diff-gp-{v}"
+        ready_coordinator(p, gid)
+        join = join_group.JoinGroupRequest(
+            group_id=gid,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=[
+                join_group.JoinGroupRequestProtocol(name="range", metadata=subscription(topic))
+            ],
+        )
+        # Kafka loads a new __consumer_offsets partition a moment after FindCoordinator.
+        joined = p.retry(
+            lambda r=join, v=v: p.call(r, v),
+            lambda a: error(a.error_code) not in COORDINATOR_LOADING,
+            f"{gid}'s coordinator",
+        )
+        p.see_whole(f"join v{v} new member", join, v, joined)
+        member = joined.member_id
+        for hv in (0, 3, 4):
+            beat = heartbeat.HeartbeatRequest(group_id=gid, generation_id=99, member_id=member)
+            p.answer(f"heartbeat v{hv} wrong generation, after join v{v}", beat, hv)
+    for hv in (0, 4):
+        beat = heartbeat.HeartbeatRequest(group_id="diff-gp-never", generation_id=1, member_id="m")
+        p.answer(f"heartbeat v{hv} unknown group", beat, hv)
+    for v in (0, 3, 4):
+        # Only this scenario's groups: the other scenarios' are in other states.
+        answer = p.call(list_groups.ListGroupsRequest(states_filter=[]), v)
+        mine = sorted(
+            [g.group_id, g.protocol_type, g.group_state]
+            for g in answer.groups
+            if g.group_id.startswith("diff-gp-")
+        )
+        p.see(f"list v{v}", [error(answer.error_code), mine])
+    ready_coordinator(p, "diff-gp-empty")
+    p.retry(
+        lambda: p.call(commit_request("diff-gp-empty", [(topic, 0, 4)]), 2).topics[0],
+        lambda t: t.partitions[0].error_code == 0,
+        "a commit",
+    )
+    delete = offset_delete.OffsetDeleteRequest(
+        group_id="diff-gp-empty",
+        topics=[
+            offset_delete.OffsetDeleteRequestTopic(
+                name=name,
+                partitions=[
+                    offset_delete.OffsetDeleteRequestPartition(partition_index=i) for i in parts
+                ],
+            )
+            for name, parts in ((topic, [0, 5]), ("diff-nope", [0]))
+        ],
+    )
+    p.answer("offset delete v0", delete, 0, unordered=("topics", "topics/partitions"))
+    for v in (0, 2, 3, 4, 5):
+        request = init_producer_id.InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=-1
+        )
+        p.retry(lambda r=request, v=v: p.call(r, v), lambda a: a.error_code == 0, "InitProducerId")
+        p.answer(f"init producer id v{v}", request, v)
