@@ -40,6 +40,9 @@ from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
 from kpybroker.producer_ids import ProducerIdManager
 from kpybroker.server.listener import bound_port, start_listener
 from kpybroker.topic_admin import TopicManager
+from kpybroker.transaction_coordinator.marker_writer import TxnMarkerWriter
+from kpybroker.transaction_coordinator.service import TransactionCoordinator
+from kpybroker.transaction_coordinator.transaction_settings import TransactionSettings
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,7 @@ class Broker:
         self.logs: LogManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.coordinator: GroupCoordinator | None = None
+        self.transactions: TransactionCoordinator | None = None
         self.view: ClusterView | None = None
         self.services: Services | None = None
         self.cluster_id: str | None = None
@@ -115,6 +119,16 @@ class Broker:
         self.coordinator = GroupCoordinator(
             CoordinatorSettings.from_config(config), self.cluster, self.replicas, self.topics
         )
+        markers = TxnMarkerWriter(self.replicas, self.coordinator)
+        self.transactions = TransactionCoordinator(
+            TransactionSettings.from_config(config),
+            self.broker_id,
+            self.cluster,
+            self.replicas,
+            self.topics,
+            self.producer_ids,
+            markers,
+        )
         self.services = Services(
             replicas=self.replicas,
             topics=self.topics,
@@ -123,6 +137,8 @@ class Broker:
             logs=self.logs,
             controller=self.controller,
             producer_ids=self.producer_ids,
+            transactions=self.transactions,
+            txn_markers=markers,
             config=current_config,
             metadata_answers=TopicAnswers(),
         )
@@ -155,6 +171,7 @@ class Broker:
             self.replicas.apply_topic(name)
         await self.controller.start()
         await self.coordinator.start()
+        await self.transactions.start()
         for server in self.servers:
             await server.start_serving()
         self.start_task(self.housekeeping(), "housekeeping")
@@ -180,6 +197,8 @@ class Broker:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.transactions is not None:
+            await self.transactions.stop()
         await self.replicas.stop()
         if self.coordinator is not None:
             await self.coordinator.stop()

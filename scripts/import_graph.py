@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("config", ("kpybroker.config",)),
     ("metadata", ("kpybroker.metadata",)),
     ("cluster", ("kpybroker.cluster", "kpybroker.topic_admin", "kpybroker.producer_ids")),
-    ("coordinator", ("kpybroker.coordinator",)),
+    ("coordinator", ("kpybroker.coordinator", "kpybroker.transaction_coordinator")),
     ("apis", ("kpybroker.apis",)),
     ("server", ("kpybroker.server",)),
     ("broker", ("kpybroker.broker",)),

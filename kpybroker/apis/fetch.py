@@ -20,6 +20,13 @@ which the connection sends with sendfile. When there is less than
 partitions' signals (not a polling loop): a consumer's fetch for the high
 watermark to move, a follower's for an append.
 
+A read_committed fetch (isolation level 1) reads below the last stable offset
+rather than the high watermark, and gets the aborted transactions overlapping
+what it reads (found in the transaction indexes, never in the records); a
+read_uncommitted one gets null there, as in Kafka. Both are told the real last
+stable offset. The last stable offset moves only with the high watermark, so
+a read_committed fetch waits on the same signal.
+
 Only the leader serves fetches. Followers fetch too, with their broker id as
 ``replica_id``: they read up to the log end, and their fetch offsets are how
 the leader tracks them (``kpybroker.cluster``). A fetch sent to a broker that
@@ -43,6 +50,7 @@ from kpybroker.log.log_config import LONG_MAX
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import fetch
 from kpybroker.protocol.messages.fetch import (
+    AbortedTransaction,
     FetchableTopicResponse,
     FetchPartition,
     FetchRequest,
@@ -181,13 +189,18 @@ class FetchPlan:
 
     def read(self, want: Wanted, limit: int, min_one: bool) -> PartitionData:
         fp = want.fetch
+        committed = self.request.isolation_level == READ_COMMITTED and not self.from_follower
         try:
             partition = self.ctx.services.replicas.partition_for(
                 want.name, fp.partition, fp.current_leader_epoch
             )
             self.partitions.append(partition)
             records = partition.read_records(
-                fp.fetch_offset, limit, min_one, for_follower=self.from_follower
+                fp.fetch_offset,
+                limit,
+                min_one,
+                for_follower=self.from_follower,
+                committed=committed,
             )
             if self.from_follower and not self.passes:
                 partition.update_follower(self.replica_id, fp.fetch_offset)
@@ -196,13 +209,18 @@ class FetchPlan:
         hwm = partition.high_watermark
         if self.reports_hwm and fp.high_watermark < hwm:
             self.hwm_news = True
-        committed = self.request.isolation_level == READ_COMMITTED
+        aborted = None
+        if committed:
+            aborted = [
+                AbortedTransaction(txn.producer_id, txn.first_offset)
+                for txn in partition.aborted_transactions(fp.fetch_offset, records)
+            ]
         return PartitionData(
             partition_index=fp.partition,
             high_watermark=hwm,
-            last_stable_offset=hwm,
+            last_stable_offset=partition.last_stable_offset,
             log_start_offset=partition.log.log_start_offset,
-            aborted_transactions=[] if committed else None,
+            aborted_transactions=aborted,
             records=records if records is not None and len(records) else b"",
         )
 

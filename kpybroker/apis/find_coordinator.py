@@ -9,9 +9,10 @@ keys) are not implemented.
 As in Kafka, the first lookup creates ``__consumer_offsets``. Kafka answers
 that lookup COORDINATOR_NOT_AVAILABLE and the client retries; here the
 creation and loading of the (empty) partitions is quick, so the answer names
-the coordinator at once. Transactions are not implemented: a transaction key
-is answered COORDINATOR_NOT_AVAILABLE, a share-group key INVALID_REQUEST (as
-Kafka below v6), any other key type INVALID_REQUEST.
+the coordinator at once. A transaction key names the leader of the id's
+partition of ``__transaction_state``, created the same way on first lookup.
+A share-group key is INVALID_REQUEST (as Kafka below v6), as is any other
+key type.
 
 The error messages are Kafka's, who answers v1-3 with ``Errors.message()``,
 on success too: "NONE", the enum's name. In v4+ its per-key message is
@@ -34,20 +35,16 @@ from kpybroker.protocol.messages.find_coordinator import (
 
 BATCHED_FROM = 4
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
-#: The key types answered without a coordinator: no transactions; share groups
-#: only from v6, which is not implemented.
-REFUSED_KEYS = {
-    TRANSACTION_KEY: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    SHARE_KEY: ErrorCode.INVALID_REQUEST,
-}
 
 
 async def locate(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
     services = ctx.services
     if key_type == GROUP_KEY:
         error, node_id = await services.groups.find_coordinator(key)
-    elif key_type in REFUSED_KEYS:
-        error, node_id = REFUSED_KEYS[key_type], -1
+    elif key_type == TRANSACTION_KEY:
+        error, node_id = await services.transactions.find_coordinator(key)
+    elif key_type == SHARE_KEY:  # share groups come with v6, not implemented
+        error, node_id = ErrorCode.INVALID_REQUEST, -1
     else:
         # Kafka fails the whole request (its CoordinatorType lookup throws), and
         # its error answer carries the default message, in v4+ too.

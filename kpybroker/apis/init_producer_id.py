@@ -1,18 +1,22 @@
-"""InitProducerId (key 22): a producer ID for an idempotent producer.
+"""InitProducerId (key 22): a producer id and epoch, for idempotent and transactional producers.
 
-Versions: 2 is flexible; 3 lets a producer pass its current ID and epoch
-(KIP-360) — for a non-transactional producer Kafka ignores them and hands
-out a fresh ID with epoch 0, and so does this broker; 4 and 5 only change
-which errors the client may retry.
+Versions: 2 is flexible; 3 lets a producer pass its current id and epoch
+(KIP-360); 4 and 5 only change which errors the client may retry.
 
-Transactions are not implemented: a request with a transactional ID gets
-COORDINATOR_NOT_AVAILABLE, as from a cluster without a transaction
-coordinator.
+Without a transactional id the producer is idempotent: a fresh id at epoch 0
+from the id blocks, whatever id and epoch it passes (as Kafka). With one,
+the transaction coordinator of that id answers: it bumps the epoch (fencing
+older producers of the id), aborts a transaction the previous epoch left
+open, and answers CONCURRENT_TRANSACTIONS while one completes. An id and
+epoch must be passed together (INVALID_REQUEST otherwise, as Kafka), and a
+client below v4 gets INVALID_PRODUCER_EPOCH where newer ones get
+PRODUCER_FENCED, which it does not know.
 """
 
 from __future__ import annotations
 
 from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.producer_fencing import fenced_error_for
 from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import init_producer_id
@@ -20,15 +24,30 @@ from kpybroker.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
+from kpybroker.transaction_coordinator.shard import ProducerIdAndEpoch
+
+PRODUCER_FENCED_FROM = 4
+NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
 
 
 @api(init_producer_id, 0, 5)
 async def handle_init_producer_id(
     ctx: RequestContext, request: InitProducerIdRequest
 ) -> InitProducerIdResponse:
-    if request.transactional_id is not None:
-        return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    producer_id = await ctx.services.producer_ids.next_id()
+    has_id = request.producer_id != NO_PRODUCER_ID
+    if has_id != (request.producer_epoch != NO_PRODUCER_EPOCH):
+        return InitProducerIdResponse(error_code=ErrorCode.INVALID_REQUEST)
+    if request.transactional_id is None:
+        producer_id = await ctx.services.producer_ids.next_id()
+        return InitProducerIdResponse(
+            error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
+        )
+    expected = ProducerIdAndEpoch(request.producer_id, request.producer_epoch) if has_id else None
+    result = await ctx.services.transactions.init_producer_id(
+        request.transactional_id, request.transaction_timeout_ms, expected
+    )
     return InitProducerIdResponse(
-        error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
+        error_code=fenced_error_for(ctx.api_version, result.error, PRODUCER_FENCED_FROM),
+        producer_id=result.producer_id,
+        producer_epoch=result.producer_epoch,
     )

@@ -10,6 +10,10 @@ follower, or a debugging tool (-2), asking for -1 gets the log end offset (a
 follower asks when its fetch offset is out of range, to find the leader's
 log end).
 
+A read_committed consumer (isolation level 1, v2+) is bounded by the last
+stable offset instead, as Kafka's ``fetchOffsetForTimestamp`` does: its -1 is
+the last stable offset, and a record found by time at or past it is not answered.
+
 Special timestamps: -1 latest (the high watermark, or the last stable offset
 under read_committed), -2 earliest (the log start), -3 the record with the
 largest timestamp, -4 the earliest local offset (the log start: all data is
@@ -38,6 +42,7 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 #: The first version that knows each special timestamp.
 NEEDS_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 CONSUMER_REPLICA_ID = -1
+READ_COMMITTED = 1
 NOT_FOUND = (-1, -1)
 
 
@@ -45,11 +50,20 @@ def supported(timestamp: int, version: int) -> bool:
     return timestamp >= 0 or version >= NEEDS_VERSION.get(timestamp, version + 1)
 
 
-def lookup(partition, timestamp: int, consumer: bool) -> tuple[int, int]:
+def last_fetchable_offset(partition, consumer: bool, committed: bool) -> int:
+    """Where the asker may read up to: the log end for replicas and tools, else the last
+    stable offset (read_committed) or the high watermark."""
+    if not consumer:
+        return partition.log.log_end_offset
+    return partition.last_stable_offset if committed else partition.high_watermark
+
+
+def lookup(partition, timestamp: int, consumer: bool, committed: bool = False) -> tuple[int, int]:
     """Return (timestamp, offset) for one query; (-1, -1) when nothing matches."""
     log = partition.log
+    last_fetchable = last_fetchable_offset(partition, consumer, committed)
     if timestamp == LATEST:
-        return -1, partition.high_watermark if consumer else log.log_end_offset
+        return -1, last_fetchable
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log.log_start_offset
     if timestamp == LATEST_TIERED:
@@ -58,7 +72,6 @@ def lookup(partition, timestamp: int, consumer: bool) -> tuple[int, int]:
         found = log.max_timestamp_and_offset()
     else:
         found = log.offset_for_timestamp(timestamp)
-    last_fetchable = partition.high_watermark if consumer else log.log_end_offset
     if found is None or found[1] >= last_fetchable:
         return NOT_FOUND
     return found
@@ -70,6 +83,7 @@ async def handle_list_offsets(
 ) -> ListOffsetsResponse:
     replicas = ctx.services.replicas
     consumer = request.replica_id == CONSUMER_REPLICA_ID
+    committed = request.isolation_level == READ_COMMITTED
     answers: dict[tuple[str, int], ListOffsetsPartitionResponse] = {}
     for topic in request.topics:
         for p in topic.partitions:
@@ -84,7 +98,7 @@ async def handle_list_offsets(
                 partition = replicas.partition_for(
                     topic.name, p.partition_index, p.current_leader_epoch
                 )
-                found = lookup(partition, p.timestamp, consumer)
+                found = lookup(partition, p.timestamp, consumer, committed)
             except KafkaError as exc:
                 answers[key] = refused(p.partition_index, exc.code)
                 continue

@@ -10,7 +10,14 @@ a transaction add partitions implicitly, KIP-890: without transactions it is
 
 This handler keeps the request's own concerns: acks, topic ids, internal
 topics, a batch Kafka's iterator cannot walk (which fails the whole request),
-and transactional batches (refused: there are no transactions). Every check
+and transactional batches, which need the request's transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request otherwise, as
+Kafka's ``hasTransactionalRecords`` check; like Kafka it looks at each
+partition's first batch). The partition's producer state then checks the
+transaction itself. KIP-890's verification of the partition with the
+coordinator before the first write (``transaction.partition.verification.enable``)
+is not implemented: the first transactional write opens the transaction in
+the partition, as with the setting off. Every check
 of a partition's batch is ``kpybroker.log.produce_validator``'s, whose docstring
 gives their order: count, size, CRC, magic and zstd, then recompression into
 the topic's compression.type, both called here before the append, then the
@@ -41,7 +48,7 @@ from kpybroker.log.produce_validator import (
 )
 from kpybroker.metadata.topic_names import INTERNAL_TOPICS
 from kpybroker.protocol import records
-from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.errors import ErrorCode, KafkaError, default_message
 from kpybroker.protocol.messages import produce
 from kpybroker.protocol.messages.produce import (
     BatchIndexAndErrorMessage,
@@ -99,8 +106,6 @@ def produce_partition(
         partition = services.replicas.leader_partition(topic, index)
         config = partition.log.config
         batch = validate_produced(data, config, ctx.api_version)
-        if batch.header.is_transactional:
-            raise KafkaError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported")
         result = partition.append_as_leader(in_topic_codec(batch, config), required_acks=acks)
     except KafkaError as exc:
         response.error_code = exc.code
@@ -153,6 +158,13 @@ def set_acks_error(response: PartitionProduceResponse, error: ErrorCode) -> None
         response.base_offset = -1
 
 
+def first_batch_transactional(data: memoryview | bytes | None) -> bool:
+    """Whether a partition's first batch is transactional (Kafka's ``RequestUtils.flag``)."""
+    if data is None or len(data) <= records.ATTRIBUTES_OFFSET + 1:
+        return False
+    return bool(data[records.ATTRIBUTES_OFFSET + 1] & records.TRANSACTIONAL_MASK)
+
+
 def refuse_all(request: ProduceRequest, code: ErrorCode, message: str) -> ProduceResponse:
     """Every partition answered with one error, as Kafka's ``getErrorResponse`` when the
     request itself fails."""
@@ -193,6 +205,15 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         if acks == 0:
             raise CloseConnection(f"an acks=0 produce request failed: {unreadable}")
         return refuse_all(request, ErrorCode.CORRUPT_MESSAGE, unreadable)
+    if request.transactional_id is None and any(
+        first_batch_transactional(pd.records)
+        for topic in request.topic_data
+        for pd in topic.partition_data
+    ):
+        if acks == 0:
+            raise CloseConnection("transactional records without a transactional id")
+        denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return refuse_all(request, denied, default_message(denied))
     by_id = ctx.api_version >= TOPIC_IDS_FROM
     responses = []
     appended = []

@@ -3,9 +3,10 @@
 Version 0 is flexible. For each partition this broker holds a replica of,
 leader or follower (Kafka's ``Partition.activeProducerState`` reads any local
 log: the admin client may ask a chosen broker), every producer id the
-partition's producer state remembers: its epoch, last sequence and last
-timestamp. kpybroker has no transactions, so the coordinator epoch is -1 and no
-transaction is open (current_txn_start_offset -1).
+partition's producer state remembers: its epoch, last sequence, last
+timestamp, the coordinator epoch of its last transaction marker (-1 before
+any) and the first offset of its open transaction (current_txn_start_offset,
+-1 when none is open).
 
 Errors as Kafka's ``handleDescribeProducersRequest``: first per topic, with a
 message, INVALID_TOPIC_EXCEPTION for an illegal name and

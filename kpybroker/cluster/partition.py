@@ -9,7 +9,13 @@ advances the high watermark to the smallest log end offset across the ISR;
 while this broker is the only in-sync replica that is its own log end, right
 after each append. Requests wait on it here: acks=all produces for the high
 watermark to pass their last offset, consumer fetches for it to move,
-follower fetches for appends.
+follower fetches for appends. The last stable offset, which bounds
+read_committed consumers, moves only with the high watermark, so their fetches
+wait on the same signal.
+
+Transaction markers (``append_txn_marker``) are appended as leader like an
+acks=all produce: the transaction coordinator's WriteTxnMarkers waits for the
+high watermark to pass them.
 
 Fencing by leader epoch: the log records each epoch's start offset when this
 broker becomes leader (Kafka's ``makeLeader``), so that OffsetForLeaderEpoch
@@ -23,12 +29,16 @@ import enum
 import logging
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kpybroker.cluster.follower_progress import FollowerProgress, fresh_progress
 from kpybroker.log.partition_log import AppendResult, PartitionLog, ReadResult
 from kpybroker.log.produce_validator import CheckedBatch
 from kpybroker.metadata.model import PartitionMetadata
 from kpybroker.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from kpybroker.log.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +119,10 @@ class Partition:
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.last_stable_offset
 
     def follower(self, broker: int) -> FollowerProgress:
         progress = self.followers.get(broker)
@@ -191,6 +205,21 @@ class Partition:
     ) -> AppendResult:
         """Append a batch (a produced one, checked by ``produce_validator``; or one the
         broker built); NOT_ENOUGH_REPLICAS first when acks=all cannot be met."""
+        return self._append(lambda: self.log.append(batch, self.leader_epoch), required_acks)
+
+    def append_txn_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool
+    ) -> AppendResult:
+        """Append the marker ending ``producer_id``'s transaction (always acks=all, as
+        Kafka's WriteTxnMarkers); the errors of ``PartitionLog.append_txn_marker``."""
+        return self._append(
+            lambda: self.log.append_txn_marker(
+                producer_id, producer_epoch, coordinator_epoch, committed, self.leader_epoch
+            ),
+            -1,
+        )
+
+    def _append(self, append: Callable[[], AppendResult], required_acks: int) -> AppendResult:
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise KafkaError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -199,7 +228,7 @@ class Partition:
                 f"{self.topic}-{self.index}",
             )
         try:
-            result = self.log.append(batch, self.leader_epoch)
+            result = append()
         except OSError as exc:
             log.error("append to %s-%d failed: %s", self.topic, self.index, exc)
             raise KafkaError(
@@ -291,12 +320,26 @@ class Partition:
                 future.set_result(ErrorCode.NONE)
 
     def read_records(
-        self, offset: int, max_bytes: int, min_one: bool, *, for_follower: bool = False
+        self,
+        offset: int,
+        max_bytes: int,
+        min_one: bool,
+        *,
+        for_follower: bool = False,
+        committed: bool = False,
     ) -> ReadResult:
-        """Whole batches from ``offset``: below the high watermark for consumers, up to
-        the log end for followers."""
-        limit = self.log.log_end_offset if for_follower else self.log.high_watermark
-        return self.log.read(offset, max_bytes, limit, min_one_message=min_one)
+        """Whole batches from ``offset``: up to the log end for followers, below the last
+        stable offset for read_committed consumers, the high watermark for others."""
+        plog = self.log
+        if for_follower:
+            limit = plog.log_end_offset
+        else:
+            limit = plog.last_stable_offset if committed else plog.high_watermark
+        return plog.read(offset, max_bytes, limit, min_one_message=min_one)
+
+    def aborted_transactions(self, fetch_offset: int, result: ReadResult) -> list[AbortedTxn]:
+        """For a read_committed fetch: the aborted transactions overlapping ``result``."""
+        return self.log.aborted_transactions(fetch_offset, result)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.log.end_offset_for_epoch(epoch)

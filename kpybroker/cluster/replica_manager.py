@@ -12,6 +12,9 @@ is gone, so the controller counts it dead), so it answers every request for
 leadership with NOT_LEADER_OR_FOLLOWER until the session is back and the
 states are read again. The group coordinator keeps its shards meanwhile; their
 writes fail the same way.
+
+The transaction coordinator's markers are written here (``write_txn_marker``,
+one partition of a WriteTxnMarkers request), acks=all.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ from kpybroker.metadata.model import NO_LEADER, Endpoint
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
+
+#: How long a marker waits for the ISR when the caller gives no timeout (Kafka's
+#: WriteTxnMarkers uses request.timeout.ms, 30 s by default).
+DEFAULT_MARKER_TIMEOUT_MS = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +250,43 @@ class ReplicaManager:
         if pm is None or pm.leader not in self._cluster.live_brokers():
             return LeaderHint(-1, -1)
         return LeaderHint(pm.leader, pm.leader_epoch)
+
+    async def write_txn_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+        timeout_ms: int = DEFAULT_MARKER_TIMEOUT_MS,
+    ) -> ErrorCode:
+        """Write the marker ending a transaction to a partition led here; answer once the
+        high watermark passes it (Kafka's ``handleWriteTxnMarkersRequest``, acks=-1).
+
+        A partition this broker holds no replica of is UNKNOWN_TOPIC_OR_PARTITION
+        (Kafka asks the local log's message format first); one it does not lead
+        (or while fenced) NOT_LEADER_OR_FOLLOWER; then the append's errors
+        (NOT_ENOUGH_REPLICAS, INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
+        KAFKA_STORAGE_ERROR), and the wait's: REQUEST_TIMED_OUT after ``timeout_ms``,
+        NOT_LEADER_OR_FOLLOWER if leadership is lost, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+        """
+        if (topic, partition) not in self.partitions:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        try:
+            hosted = self.partition_for(topic, partition)
+            result = hosted.append_txn_marker(
+                producer_id, producer_epoch, coordinator_epoch, committed
+            )
+        except KafkaError as exc:
+            log.debug("marker for producer %d to %s-%d: %s", producer_id, topic, partition, exc)
+            return exc.code
+        try:
+            return await asyncio.wait_for(
+                hosted.wait_for_high_watermark(result.last_offset + 1), max(timeout_ms, 0) / 1000
+            )
+        except TimeoutError:
+            return ErrorCode.REQUEST_TIMED_OUT
 
     async def wait_for_append(
         self,

@@ -278,6 +278,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               mode=CLUSTER_WIDE,
               doc="Most new connections accepted per second on one listener."),
     ConfigKey("request.timeout.ms", INT, 30_000, HIGH,
+              enforced=True,
               doc="How long the broker's own clients wait for a response before retrying or "
                   "failing."),
 
@@ -698,28 +699,37 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
 
     # --- Transactions and idempotent producers ----------------------------------------------------
     ConfigKey("transactional.id.expiration.ms", INT, 604_800_000, HIGH, valid=Range(1),
+              enforced=True,
               doc="A transactional id with no transaction status update for this long expires."),
     ConfigKey("transaction.max.timeout.ms", INT, 900_000, HIGH, valid=Range(1),
+              enforced=True,
               doc="Longest transaction timeout a producer may ask for."),
     ConfigKey("transaction.state.log.num.partitions", INT, 50, HIGH, valid=Range(1),
+              enforced=True,
               doc="Partitions of __transaction_state. Fixed once the topic exists."),
     ConfigKey("transaction.state.log.replication.factor", SHORT, 1, HIGH, valid=Range(1),
               kafka_default="3",
+              enforced=True,
               doc="Replication factor of __transaction_state; creating it fails until this many "
                   "brokers are up. kpybroker defaults to 1 (Kafka: 3) for the same reason as "
                   "offsets.topic.replication.factor."),
     ConfigKey("transaction.state.log.min.isr", INT, 1, HIGH, valid=Range(1), kafka_default="2",
+              enforced=True,
               doc="min.insync.replicas of __transaction_state. kpybroker defaults to 1 (Kafka: "
                   "2), matching its replication factor default."),
     ConfigKey("transaction.state.log.segment.bytes", INT, 104_857_600, HIGH, valid=Range(1),
+              enforced=True,
               doc="Segment size of __transaction_state."),
     ConfigKey("transaction.state.log.load.buffer.size", INT, 5_242_880, HIGH, valid=Range(1),
+              enforced=True,
               doc="Read buffer size used when loading transaction state."),
     ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10_000, LOW,
               valid=Range(1),
+              enforced=True,
               doc="How often transactions past their timeout are aborted."),
     ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", INT, 3_600_000, LOW,
               valid=Range(1),
+              enforced=True,
               doc="How often expired transactional ids are removed."),
     ConfigKey("transaction.partition.verification.enable", BOOLEAN, True, LOW, mode=CLUSTER_WIDE,
               doc="Check that a partition was added to the transaction before a transactional "

@@ -78,6 +78,10 @@ class GroupCoordinator:
 
     # -- FindCoordinator ------------------------------------------------------------
 
+    def partition_for(self, group_id: str) -> int:
+        """The ``__consumer_offsets`` partition of ``group_id`` (AddOffsetsToTxn adds it)."""
+        return self.runtime.partition_for(group_id)
+
     async def find_coordinator(self, group_id: str) -> tuple[ErrorCode, int]:
         """(error, broker id) of the leader of the group's partition, creating the topic first."""
         if not self.runtime.active:

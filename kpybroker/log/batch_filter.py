@@ -13,8 +13,10 @@ a later round past that horizon drops it.
 Two kinds of batch stay even when emptied, as a header without records: the
 last batch of each active idempotent producer (it carries the producer's last
 sequence) and the last batch of the cleaning round (it keeps the offset the
-cleaned part ends at). kpybroker writes no transactions; control batches found
-in a log written by Kafka are kept whole, which is always safe.
+cleaned part ends at). The records of aborted transactions are dropped
+(``cleaned_txns``); control batches (transaction markers) are kept whole, which
+is always safe: Kafka also removes markers once their transaction's data is
+gone and ``delete.retention.ms`` has passed, which kpybroker does not do yet.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kpybroker.log.cleaned_txns import AbortedBatches
 from kpybroker.log.offset_map import OffsetMap
 from kpybroker.protocol.records import (
     BatchHeader,
@@ -44,6 +47,8 @@ class CleaningRound:
     last_records: Mapping[int, tuple[int, int]]
     #: the first offset not cleaned; the batch ending just below it is kept
     upper_bound_offset: int
+    #: the aborted transactions of the cleaned range, fed every batch in offset order
+    aborted: AbortedBatches
 
 
 @dataclass(slots=True)
@@ -66,8 +71,11 @@ def filter_batch(
     batch that must be rewritten.
     """
     keys = list(iter_record_keys(data))
+    aborted = cleaning.aborted.is_aborted(header)
     if header.is_control:
         keep = [True] * len(keys)
+    elif aborted:
+        keep = [False] * len(keys)
     else:
         keep = [_retain_record(record, header, cleaning, stats) for record in keys]
     kept = keep.count(True)

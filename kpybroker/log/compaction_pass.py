@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kpybroker.log.batch_filter import CleaningRound, FilterStats, filter_batch
+from kpybroker.log.cleaned_txns import AbortedBatches
 from kpybroker.log.log_config import INT_MAX, CleanerConfig, LogConfig
 from kpybroker.log.names import CLEANED_SUFFIX
 from kpybroker.log.offset_map import OffsetMap
@@ -100,14 +101,16 @@ class Cleaner:
         start: int,
         end: int,
         start_position: int,
+        aborted: AbortedBatches,
         stats: CleanerStats,
         check_done: CheckDone,
     ) -> OffsetMap:
         """Map the keys of ``dirty`` (the segments holding ``[start, end)``) to their latest offset.
 
         Reading starts at ``start_position`` of the first segment (an index
-        lookup for ``start``). Raises ``ValueError`` when the map cannot hold
-        even the first batch's keys: no progress could ever be made.
+        lookup for ``start``). Data of ``aborted`` transactions is not mapped.
+        Raises ``ValueError`` when the map cannot hold even the first batch's
+        keys: no progress could ever be made.
         """
         started = time.monotonic()
         offset_map = OffsetMap(
@@ -116,7 +119,7 @@ class Cleaner:
         next_starts = [segment.base_offset for segment in dirty[1:]] + [end]
         for i, (segment, next_start) in enumerate(zip(dirty, next_starts, strict=True)):
             position = start_position if i == 0 else 0
-            if self._map_segment(segment, position, start, offset_map, stats, check_done):
+            if self._map_segment(segment, position, start, offset_map, aborted, stats, check_done):
                 break
             offset_map.update_latest_offset(next_start - 1)  # offsets lost to gaps count as mapped
         if dirty and offset_map.latest_offset < start:
@@ -132,13 +135,14 @@ class Cleaner:
         position: int,
         start: int,
         offset_map: OffsetMap,
+        aborted: AbortedBatches,
         stats: CleanerStats,
         check_done: CheckDone,
     ) -> bool:
         """Add one segment's keys from ``start`` on; True when the map filled up on the way."""
         for _, header, data in segment.batches(position, self._chunk):
             check_done()
-            if not header.is_control:
+            if not aborted.is_aborted(header) and not header.is_control:
                 for offset, key, _ in iter_record_keys(data):
                     if key is not None and offset >= start:
                         if offset_map.full:
@@ -180,6 +184,10 @@ class Cleaner:
                     self._throttler.maybe_throttle(len(data))
                     if out is not None:
                         cleaned.append(out, header.last_offset, parse_header(out).max_timestamp)
+            # Every marker is kept, so every aborted transaction stays listed.
+            for segment in group:
+                for txn in segment.txn_index.entries:
+                    cleaned.txn_index.append(txn)
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified(last_modified_ms)

@@ -66,9 +66,9 @@ def cleanable_offsets(
 
     A checkpoint below the log start (retention or DeleteRecords moved it) or
     past the log end (the log was truncated) is reset to the log start, which
-    cleans the whole log once. Cleaning stops at the high watermark (kpybroker
-    has no transactions, so it is the last stable offset), at the active
-    segment, and at the first dirty segment holding a record younger than
+    cleans the whole log once. Cleaning stops at the last stable offset (no
+    open or unreplicated transaction is cleaned: whether its data stays is not
+    known yet), at the active segment, and at the first dirty segment holding a record younger than
     ``min.compaction.lag.ms``.
     """
     start = partition_log.log_start_offset
@@ -83,7 +83,7 @@ def cleanable_offsets(
                 start,
             )
         first_dirty, reset = start, True
-    bounds = [partition_log.high_watermark, partition_log.active_segment.base_offset]
+    bounds = [partition_log.last_stable_offset, partition_log.active_segment.base_offset]
     min_lag = max(partition_log.config.min_compaction_lag_ms, 0)
     if min_lag > 0:
         for segment in partition_log.non_active_segments_from(first_dirty):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kpybroker.log.batch_filter import CleaningRound
+from kpybroker.log.cleaned_txns import AbortedBatches
 from kpybroker.log.compaction_pass import (
     MB,
     Cleaner,
@@ -118,6 +119,11 @@ class LogCleaner:
             ltc.first_dirty_offset,
             ltc.first_uncleanable_offset,
             start_position,
+            AbortedBatches(
+                partition_log.collect_aborted_transactions(
+                    ltc.first_dirty_offset, ltc.first_uncleanable_offset
+                )
+            ),
             stats,
             check_done,
         )
@@ -130,6 +136,10 @@ class LogCleaner:
             ltc.first_uncleanable_offset,
         )
         size_before = partition_log.size
+        # Collected here, on the loop: the worker threads only read what they are given.
+        aborted = AbortedBatches(
+            partition_log.collect_aborted_transactions(partition_log.log_start_offset, end_offset)
+        )
         for group in groups:
             cleaning = CleaningRound(
                 offset_map,
@@ -137,6 +147,7 @@ class LogCleaner:
                 config.delete_retention_ms,
                 partition_log.producer_state.last_records(),
                 ltc.first_uncleanable_offset,
+                aborted,
             )
             base_offset = group[0].base_offset
             try:

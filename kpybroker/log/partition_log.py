@@ -1,13 +1,18 @@
 """One partition's log: a ``<topic>-<partition>`` directory of segments (Kafka's ``UnifiedLog``
-and ``LocalLog``, without tiered storage or transactions).
+and ``LocalLog``, without tiered storage).
 
 Appends run the log's share of ``produce_validator``'s checks, check
-idempotent-producer state, stamp the offset and leader epoch into the batch header
+idempotent and transactional producer state, stamp the offset and leader epoch into the batch header
 (neither is under the CRC) and write the bytes with one ``os.write``; no record is
 decoded but the keys of a compacted topic's batches. Reads return file ranges of whole batches
 for ``sendfile``. Nothing here fsyncs on the append path unless ``flush.messages``
 or ``flush.ms`` asks for it: durability otherwise comes from the periodic flush
 of rolled segments (``maintain``) and from replication, as in Kafka.
+
+Transactions: the producer state tracks open ones, every append path (leader,
+follower, replay on load) indexes aborted ones in their marker's segment
+(``.txnindex``), and ``last_stable_offset`` bounds read_committed consumers,
+who get the aborted transactions of what they read (``aborted_reads``).
 
 Everything is synchronous and runs on the broker's event loop, and writes to the
 page cache are fast. The one exception is the log cleaner's worker thread,
@@ -28,7 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from kpybroker.log.aborted_reads import aborted_in_read, collect_aborted
 from kpybroker.log.checkpoint import fsync_dir
+from kpybroker.log.control_batches import EndTxnMarker, build_marker_batch, read_marker
 from kpybroker.log.leader_epoch import LeaderEpochCache
 from kpybroker.log.log_config import LONG_MAX, LogConfig
 from kpybroker.log.metadata_files import read_partition_metadata, write_partition_metadata
@@ -49,6 +56,7 @@ from kpybroker.log.retention import (
     retention_size_breached,
 )
 from kpybroker.log.segment import Segment, TimestampOffset, remove_segment_files
+from kpybroker.log.transaction_index import AbortedTxn
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import (
     BatchHeader,
@@ -162,9 +170,14 @@ class PartitionLog:
         self.log_end_offset = loaded.log_end_offset
         self.recovery_point = loaded.recovery_point
         rebuild_producer_state(
-            self.producer_state, self.segments, self.log_start_offset, self.log_end_offset, now
+            self.producer_state,
+            self.segments,
+            self.log_start_offset,
+            self.log_end_offset,
+            now,
+            loaded.reindex_from,
         )
-        self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
+        self.update_high_watermark(high_watermark)
         self._last_flush_ms = now
         self._dir_dirty = False
         self._to_release: list[tuple[int, list[Segment]]] = []
@@ -206,6 +219,17 @@ class PartitionLog:
     def size(self) -> int:
         return sum(segment.size for segment in self.segments)
 
+    @property
+    def last_stable_offset(self) -> int:
+        """Below it every transaction is decided and replicated: the first unstable offset
+        (at least the log start), or the high watermark when that is lower or there is
+        none (Kafka's ``lastStableOffset``)."""
+        first = self.producer_state.txns.first_unstable_offset()
+        hwm = self.high_watermark
+        if first is None:
+            return hwm
+        return min(max(first, self.log_start_offset), hwm)
+
     # -- appending --------------------------------------------------------------
 
     def append(
@@ -229,8 +253,13 @@ class PartitionLog:
         data, header = checked.data, checked.header
         config = self.config
         validate_append(checked, config, self.name, self.log_start_offset)
-        idempotent = header.producer_id >= 0
-        if idempotent:
+        if header.is_control and header.producer_id >= 0:
+            marker = read_marker(data)
+            if marker is not None:
+                self.producer_state.check_marker(
+                    header.producer_id, header.producer_epoch, marker.coordinator_epoch
+                )
+        elif header.producer_id >= 0:
             duplicate = self.producer_state.check(header)
             if duplicate is not None:
                 return AppendResult(
@@ -260,6 +289,25 @@ class PartitionLog:
             base_offset, header.last_offset, log_append_time, self.log_start_offset, False
         )
 
+    def append_txn_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+        leader_epoch: int,
+    ) -> AppendResult:
+        """Append the marker ending ``producer_id``'s transaction, as leader (WriteTxnMarkers).
+
+        INVALID_PRODUCER_EPOCH for an epoch below the producer's,
+        TRANSACTION_COORDINATOR_FENCED for a coordinator epoch below its last
+        marker's. A producer with no open transaction here still gets its marker
+        (Kafka writes it; it changes neither the LSO nor the index).
+        """
+        marker = EndTxnMarker(committed, coordinator_epoch)
+        batch = build_marker_batch(producer_id, producer_epoch, marker, self._time_ms())
+        return self.append(batch, leader_epoch)
+
     def append_as_follower(self, data: bytes | bytearray | memoryview) -> int:
         """Append a leader's batches byte for byte, with the offsets and epochs it gave them.
 
@@ -267,7 +315,8 @@ class PartitionLog:
         followed by a partial one, which is left for the next fetch. Each batch's
         CRC is checked (a fetch crosses the network); producer sequences are not,
         since the leader already accepted them, but the producer state is kept so
-        that this replica can deduplicate retries once it leads. Batches wholly
+        that this replica can deduplicate retries once it leads, and transactions are
+        tracked and indexed as on the leader. Batches wholly
         below the log end (a resent range) are skipped; a batch may start past the
         log end (compaction on the leader removed whole batches). Returns the bytes
         appended.
@@ -302,7 +351,8 @@ class PartitionLog:
         segment.append(batch, header.last_offset, header.max_timestamp)
         self.log_end_offset = header.last_offset + 1
         if header.producer_id >= 0:
-            self.producer_state.update(header)
+            marker = read_marker(batch) if header.is_control else None
+            self.producer_state.update(header, marker, segment.txn_index)
 
     def _segment_for(self, size: int, max_timestamp: int, last_offset: int, now: int) -> Segment:
         """The active segment, rolled first when the batch would not belong in it."""
@@ -446,9 +496,30 @@ class PartitionLog:
         self.epoch_cache.assign(epoch, start_offset)
 
     def update_high_watermark(self, offset: int) -> int:
-        """Set the high watermark, kept within [log start, log end]; returns the value set."""
+        """Set the high watermark, kept within [log start, log end]; returns the value set.
+
+        Completed transactions whose marker it passes stop holding the LSO back."""
         self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        self.producer_state.txns.on_high_watermark(self.high_watermark)
         return self.high_watermark
+
+    # -- read_committed ------------------------------------------------------------
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int
+    ) -> list[AbortedTxn]:
+        """Aborted transactions with a marker at or after ``start_offset`` and a first offset
+        below ``upper_bound_offset``, across segments (``collectAbortedTransactions``)."""
+        return collect_aborted(self.segments, start_offset, upper_bound_offset)
+
+    def aborted_transactions(self, fetch_offset: int, result: ReadResult) -> list[AbortedTxn]:
+        """The aborted transactions overlapping the batches of ``result`` (a read from
+        ``fetch_offset`` just now), for a read_committed fetch; none for an empty read."""
+        if not result.parts:
+            return []
+        part = result.parts[0]
+        end = part.position + part.length
+        return aborted_in_read(self.segments, self.log_end_offset, fetch_offset, part.fd, end)
 
     # -- removing data ----------------------------------------------------------
 
@@ -486,6 +557,7 @@ class PartitionLog:
         if offset > self.log_start_offset:
             self.log_start_offset = offset
             self.epoch_cache.truncate_from_start(offset)
+            self.producer_state.txns.on_high_watermark(offset)
             log.info("%s: incremented the log start offset to %d", self.name, offset)
 
     def delete_old_segments(self) -> int:
@@ -601,7 +673,7 @@ class PartitionLog:
             self.producer_state, self.segments, self.log_start_offset, self.log_end_offset, now
         )
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
-        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.update_high_watermark(min(self.high_watermark, self.log_end_offset))
         self._dir_dirty = True
 
     def _retire(self, segments: Iterable[Segment]) -> None:

@@ -1,10 +1,14 @@
-"""Idempotent-producer state of one partition (Kafka's ``ProducerStateManager``,
-``ProducerStateEntry``, ``ProducerAppendInfo``) and its ``<offset>.snapshot`` files.
+"""Idempotent and transactional producer state of one partition (Kafka's
+``ProducerStateManager``, ``ProducerStateEntry``, ``ProducerAppendInfo``) and its
+``<offset>.snapshot`` files.
 
 For each producer id the partition remembers the producer epoch and the last
 five batches (first/last sequence, last offset, offset delta, max timestamp).
 That is what lets a retried batch be recognised and answered with its original
-offsets instead of being written twice.
+offsets instead of being written twice. It also remembers the first offset of
+the producer's open transaction (its first transactional batch since its last
+marker) and the coordinator epoch of its last marker; the partition's open
+transactions are tracked in ``transactions.TxnTracker``.
 
 Client appends are checked exactly where Kafka checks them:
 
@@ -18,7 +22,17 @@ Client appends are checked exactly where Kafka checks them:
 * a producer id this partition has no state for is accepted at any sequence.
   Kafka stopped answering UNKNOWN_PRODUCER_ID there in 2.5 (KIP-360: "If there
   is no current producer epoch ... accept writes with any sequence number"),
-  so this module never returns that error.
+  so this module never returns that error;
+* a batch without a sequence (the group coordinator's transactional offset
+  commits: clients' are refused before) gets only the epoch check, as Kafka's
+  ``AppendOrigin.COORDINATOR``;
+* a non-transactional batch from a producer with an open transaction is
+  INVALID_TXN_STATE (``ProducerAppendInfo.appendDataBatch``).
+
+A marker (``check_marker``) with an epoch below the producer's is
+INVALID_PRODUCER_EPOCH, with a coordinator epoch below the producer's last one
+TRANSACTION_COORDINATOR_FENCED (``appendEndTxnMarker``). Replicated batches
+are not checked.
 
 Snapshots use Kafka's version-1 binary format, so the files work both ways:
 int16 version, uint32 CRC-32C of the rest, int32 count, then per producer
@@ -42,8 +56,11 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from kpybroker.log.checkpoint import atomic_write
+from kpybroker.log.control_batches import EndTxnMarker
 from kpybroker.log.log_config import INT_MAX
 from kpybroker.log.names import SNAPSHOT_SUFFIX, offset_from_filename, segment_file
+from kpybroker.log.transaction_index import AbortedTxn, TransactionIndex
+from kpybroker.log.transactions import CompletedTxn, TxnTracker
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import BatchHeader
 
@@ -140,6 +157,7 @@ class ProducerStateManager:
         self.directory = directory
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        self.txns = TxnTracker()
         self.last_snapshot_offset = -1
 
     # -- the append path ---------------------------------------------------
@@ -152,19 +170,16 @@ class ProducerStateManager:
         """
         pid = header.producer_id
         entry = self.producers.get(pid)
-        if entry is not None:
+        first_seq = header.base_sequence
+        if entry is not None and first_seq != NO_SEQUENCE:
             duplicate = entry.find_duplicate(header)
             if duplicate is not None:
                 return duplicate
-        current_epoch = entry.producer_epoch if entry is not None else NO_PRODUCER_EPOCH
-        epoch, first_seq = header.producer_epoch, header.base_sequence
-        if epoch < current_epoch:
-            raise KafkaError(
-                ErrorCode.INVALID_PRODUCER_EPOCH,
-                f"Epoch of producer {pid} is {epoch}, which is smaller than the last seen "
-                f"epoch {current_epoch}",
-            )
-        if epoch != current_epoch:
+        epoch = header.producer_epoch
+        current_epoch = self._check_epoch(pid, entry, epoch)
+        if first_seq == NO_SEQUENCE:
+            pass
+        elif epoch != current_epoch:
             if first_seq != 0 and current_epoch != NO_PRODUCER_EPOCH:
                 raise KafkaError(
                     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -178,13 +193,51 @@ class ProducerStateManager:
                 f"Out of order sequence number for producer {pid}: {first_seq} "
                 f"(incoming seq. number), {entry.last_seq} (current end sequence number)",
             )
+        in_txn = entry is not None and entry.current_txn_first_offset >= 0
+        if in_txn and not header.is_transactional:
+            raise KafkaError(
+                ErrorCode.INVALID_TXN_STATE,
+                f"Expected transactional write from producer {pid} at offset "
+                f"{entry.current_txn_first_offset}",
+            )
         return None
 
-    def update(self, header: BatchHeader) -> None:
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """Validate an end-transaction marker the transaction coordinator asks to write."""
+        entry = self.producers.get(producer_id)
+        self._check_epoch(producer_id, entry, epoch)
+        if entry is not None and entry.coordinator_epoch > coordinator_epoch:
+            raise KafkaError(
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                f"Invalid coordinator epoch for producerId {producer_id}: {coordinator_epoch} "
+                f"(zombie), {entry.coordinator_epoch} (current)",
+            )
+
+    @staticmethod
+    def _check_epoch(pid: int, entry: ProducerStateEntry | None, epoch: int) -> int:
+        """INVALID_PRODUCER_EPOCH below the current epoch, which is returned."""
+        current_epoch = entry.producer_epoch if entry is not None else NO_PRODUCER_EPOCH
+        if epoch < current_epoch:
+            raise KafkaError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"Epoch of producer {pid} is {epoch}, which is smaller than the last seen "
+                f"epoch {current_epoch}",
+            )
+        return current_epoch
+
+    def update(
+        self,
+        header: BatchHeader,
+        marker: EndTxnMarker | None = None,
+        txn_index: TransactionIndex | None = None,
+    ) -> None:
         """Record an appended batch (offsets stamped). Also used to replay the log on load.
 
-        A control batch (a transaction marker written by Kafka) only moves the
-        epoch: kpybroker does not run transactions, but may read logs that have them.
+        A transactional data batch from a producer without an open transaction
+        opens one at its base offset. A control batch carries ``marker`` (None
+        when compaction emptied it, which only moves the epoch): it closes the
+        producer's transaction; an ABORT gets an entry in ``txn_index`` (the
+        marker's segment's; None when replaying batches whose index is intact).
         """
         pid = header.producer_id
         if pid < 0:
@@ -194,15 +247,41 @@ class ProducerStateManager:
             entry = self.producers[pid] = ProducerStateEntry(pid)
         entry.update_epoch(header.producer_epoch)
         entry.last_timestamp = header.max_timestamp
-        if not header.is_control:
-            entry.batches.append(
-                BatchMetadata(
-                    last_sequence(header),
-                    header.last_offset,
-                    header.last_offset_delta,
-                    header.max_timestamp,
-                )
+        if header.is_control:
+            if marker is not None:
+                self._end_txn(entry, header.base_offset, marker, txn_index)
+            return
+        entry.batches.append(
+            BatchMetadata(
+                last_sequence(header),
+                header.last_offset,
+                header.last_offset_delta,
+                header.max_timestamp,
             )
+        )
+        if header.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = header.base_offset
+            self.txns.start(pid, header.base_offset)
+
+    def _end_txn(
+        self,
+        entry: ProducerStateEntry,
+        marker_offset: int,
+        marker: EndTxnMarker,
+        txn_index: TransactionIndex | None,
+    ) -> None:
+        """As Kafka: the index entry is written before the transaction counts as completed,
+        so a failed write leaves the LSO where it was."""
+        first_offset = entry.current_txn_first_offset
+        entry.coordinator_epoch = marker.coordinator_epoch
+        entry.current_txn_first_offset = -1
+        if first_offset < 0:
+            return  # a marker without data changes neither the LSO nor the index
+        txn = CompletedTxn(entry.producer_id, first_offset, marker_offset, not marker.committed)
+        if txn.is_aborted and txn_index is not None:
+            lso = self.txns.last_stable_offset_after(txn)
+            txn_index.append(AbortedTxn(txn.producer_id, first_offset, marker_offset, lso))
+        self.txns.complete(txn)
 
     def last_records(self) -> dict[int, tuple[int, int]]:
         """Each producer's last data offset (-1 when it has none) and epoch.
@@ -255,19 +334,25 @@ class ProducerStateManager:
         )
         self.last_snapshot_offset = offset
 
-    def load_latest_snapshot(self, max_offset: int, now_ms: int) -> int | None:
+    def load_latest_snapshot(
+        self, max_offset: int, now_ms: int, end_offset: int | None = None
+    ) -> int | None:
         """Replace the state with the newest readable snapshot at or below ``max_offset``.
 
-        Snapshots above ``max_offset`` describe a log that no longer exists and
-        are deleted, as are unreadable ones. Returns the snapshot's offset, or
-        None (empty state) when there is none.
+        Snapshots above ``end_offset`` (default ``max_offset``) describe a log
+        that no longer exists and are deleted, as are unreadable ones. Returns
+        the snapshot's offset, or None (empty state) when there is none.
         """
+        end = max_offset if end_offset is None else end_offset
         self.producers.clear()
+        self.txns.clear()
         self.last_snapshot_offset = -1
         for offset in reversed(self.snapshot_offsets()):
             path = self.snapshot_path(offset)
-            if offset > max_offset:
+            if offset > end:
                 path.unlink(missing_ok=True)
+                continue
+            if offset > max_offset:
                 continue
             try:
                 entries = decode_snapshot(path.read_bytes())
@@ -276,18 +361,24 @@ class ProducerStateManager:
                 path.unlink(missing_ok=True)
                 continue
             self.producers = {e.producer_id: e for e in entries if not self._is_expired(e, now_ms)}
+            self._load_open_txns()
             self.last_snapshot_offset = offset
             return offset
         return None
 
+    def _load_open_txns(self) -> None:
+        """The open transactions are the producers' (Kafka's ``loadProducerEntry``)."""
+        self.txns.load(
+            (pid, entry.current_txn_first_offset)
+            for pid, entry in self.producers.items()
+            if entry.current_txn_first_offset >= 0
+        )
+
     def truncate_fully(self) -> None:
         """Forget every producer and snapshot (the log was emptied)."""
         self.producers.clear()
+        self.txns.clear()
         self.delete_snapshots(())
-
-    def replay(self, headers: Iterable[BatchHeader]) -> None:
-        for header in headers:
-            self.update(header)
 
     def delete_snapshots(self, keep: Iterable[int]) -> None:
         """Delete every snapshot except those at the offsets in ``keep``.

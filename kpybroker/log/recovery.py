@@ -11,12 +11,21 @@ After a clean shutdown the segments are trusted: only the last one is scanned
 from the one holding the recovery point onwards is read in full, each batch is
 CRC-checked, the indexes are rebuilt, and the log is cut after the last valid
 batch, dropping any later segments. Producer state comes from the newest
-snapshot plus a replay of the batch headers written after it.
+snapshot plus a replay of the batch headers written after it (and the record
+of each transaction marker).
+
+Transaction indexes cannot be rebuilt from their segment alone: an aborted
+transaction's entry needs its first offset, which may lie in an earlier
+segment. So, as Kafka's ``LogLoader.recoverSegment`` does, every segment that
+was recovered, swapped in or had its indexes rebuilt gets its ``.txnindex``
+rebuilt by the producer-state replay, which then starts at a snapshot at or
+below the first such segment.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
@@ -24,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kpybroker.log.checkpoint import fsync_dir
+from kpybroker.log.control_batches import read_marker
 from kpybroker.log.leader_epoch import LeaderEpochCache
 from kpybroker.log.log_config import LogConfig
 from kpybroker.log.names import (
@@ -54,6 +64,8 @@ class LoadedLog:
     log_start_offset: int
     log_end_offset: int
     recovery_point: int
+    #: The base of the first segment whose transaction index must be rebuilt, None if none.
+    reindex_from: int | None = None
 
 
 def load_log(
@@ -68,7 +80,7 @@ def load_log(
 ) -> LoadedLog:
     """Open (and if needed recover) the segments of one partition directory."""
     started = time.monotonic()
-    _complete_swaps(directory, _remove_temp_files_and_collect_swaps(directory))
+    swapped = _complete_swaps(directory, _remove_temp_files_and_collect_swaps(directory))
     _remove_orphan_indexes(directory)
     names = (path.name for path in directory.glob("*" + LOG_SUFFIX))
     bases = sorted(o for o in map(offset_from_filename, names) if o is not None)
@@ -81,9 +93,11 @@ def load_log(
         bases = [s.base_offset for s in segments]
         first_unflushed = max(0, bisect_right(bases, recovery_point) - 1)
         truncated = _recover(segments, first_unflushed, epoch_cache)
+    reindexed = [s.base_offset for s in segments[first_unflushed:]] + swapped
     for segment in segments[:first_unflushed]:
         if segment.indexes_missing or not segment.indexes_look_valid():
             segment.rebuild_indexes()
+            reindexed.append(segment.base_offset)
 
     log_end_offset = segments[-1].next_offset()
     if first_unflushed < len(segments):
@@ -126,7 +140,9 @@ def load_log(
             truncated,
             log_end_offset,
         )
-    return LoadedLog(segments, log_start_offset, log_end_offset, recovery_point)
+    return LoadedLog(
+        segments, log_start_offset, log_end_offset, recovery_point, min(reindexed, default=None)
+    )
 
 
 def _remove_temp_files_and_collect_swaps(directory: Path) -> list[Path]:
@@ -162,13 +178,14 @@ def _remove_temp_files_and_collect_swaps(directory: Path) -> list[Path]:
     return valid_swaps
 
 
-def _complete_swaps(directory: Path, swaps: list[Path]) -> None:
+def _complete_swaps(directory: Path, swaps: list[Path]) -> list[int]:
     """Finish swaps a crash interrupted (Kafka's ``LogLoader.load`` passes 2 and 3).
 
     A ``.log.swap`` covers offsets from its base to its next offset: every other
     file in that range belongs to a segment it replaced and is deleted, then the
     swap takes its final name. Its index files are dropped instead of renamed:
     they may be missing or half renamed, and are rebuilt from the ``.log``.
+    Returns the base offsets of the segments swapped in.
     """
     ranges = []
     for path in swaps:
@@ -182,7 +199,7 @@ def _complete_swaps(directory: Path, swaps: list[Path]) -> None:
             # An empty swap covers at least its base: the replaced segment's files there go.
             ranges.append((base, max(read_next_offset(path, base), base + 1)))
     if not ranges:
-        return
+        return []
     low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
     for path in directory.iterdir():
         offset = offset_from_filename(path.name)
@@ -196,6 +213,7 @@ def _complete_swaps(directory: Path, swaps: list[Path]) -> None:
         else:
             path.unlink()
     fsync_dir(directory)
+    return [base for base, _ in ranges]
 
 
 def _file_offset(path: Path) -> int:
@@ -235,20 +253,20 @@ def _recover(segments: list[Segment], first: int, epoch_cache: LeaderEpochCache)
     return 0
 
 
-def headers_from(
+def batches_from(
     segments: Sequence[Segment], offset: int, end_offset: int
-) -> Iterator[BatchHeader]:
-    """Batch headers of every batch holding offsets in ``[offset, end_offset)``, in order."""
+) -> Iterator[tuple[Segment, int, BatchHeader]]:
+    """``(segment, position, header)`` of each batch holding offsets in ``[offset, end_offset)``."""
     bases = [s.base_offset for s in segments]
     for i in range(max(0, bisect_right(bases, offset) - 1), len(segments)):
         segment = segments[i]
         found = segment.find_batch(offset)
         if found is None:
             continue
-        for _, header in segment.headers(found[0]):
+        for position, header in segment.headers(found[0]):
             if header.base_offset >= end_offset:
                 return
-            yield header
+            yield segment, position, header
 
 
 def rebuild_producer_state(
@@ -257,22 +275,39 @@ def rebuild_producer_state(
     log_start_offset: int,
     log_end_offset: int,
     now_ms: int,
+    reindex_from: int | None = None,
 ) -> None:
     """Producer state as of ``log_end_offset``: newest snapshot, then a replay of later batches.
 
+    With ``reindex_from``, the transaction indexes of the segments from there on
+    are rebuilt by the replay, which then starts at a snapshot at or below it.
     Also removes stray snapshots (not at a segment base), keeping the newest,
     which a clean shutdown writes at the log end (``removeStraySnapshots``).
     """
     bases = {s.base_offset for s in segments}
     offsets = producer_state.snapshot_offsets()
     producer_state.delete_snapshots(bases | set(offsets[-1:]))
-    loaded = producer_state.load_latest_snapshot(log_end_offset, now_ms)
+    reindex = log_end_offset + 1 if reindex_from is None else reindex_from
+    loaded = producer_state.load_latest_snapshot(
+        min(reindex, log_end_offset), now_ms, end_offset=log_end_offset
+    )
     start = log_start_offset if loaded is None else max(loaded, log_start_offset)
-    producer_state.replay(headers_from(segments, start, log_end_offset))
+    for segment in segments:
+        if segment.base_offset >= reindex:
+            segment.txn_index.reset()
+    for segment, position, header in batches_from(segments, start, log_end_offset):
+        if header.producer_id < 0:
+            continue
+        marker = None
+        if header.is_control:
+            marker = read_marker(os.pread(segment.fd, header.size, position))
+        index = segment.txn_index if header.base_offset >= reindex else None
+        producer_state.update(header, marker, index)
     log.debug(
-        "producer state of %s: snapshot %s, replayed from %d, %d producer(s)",
+        "producer state of %s: snapshot %s, replayed from %d, %d producer(s), %d open txn(s)",
         producer_state.directory.name,
         loaded,
         start,
         len(producer_state.producers),
+        len(producer_state.txns.ongoing),
     )

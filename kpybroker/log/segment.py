@@ -1,4 +1,5 @@
-"""One log segment: ``<base>.log`` with its ``.index`` and ``.timeindex`` (Kafka's ``LogSegment``).
+"""One log segment: ``<base>.log`` with its ``.index``, ``.timeindex`` and, once a transaction
+aborts in it, ``.txnindex`` (Kafka's ``LogSegment``).
 
 The ``.log`` file holds v2 batches end to end, exactly as on the wire. It is
 written through an ``O_APPEND`` descriptor with one ``os.write`` per batch and
@@ -27,6 +28,7 @@ from kpybroker.log.names import (
     segment_file,
 )
 from kpybroker.log.time_index import NO_TIMESTAMP, TimeIndex
+from kpybroker.log.transaction_index import TransactionIndex
 from kpybroker.protocol.errors import KafkaError
 from kpybroker.protocol.records import (
     BATCH_HEADER_SIZE,
@@ -92,7 +94,8 @@ class TimestampOffset(NamedTuple):
 
 
 class Segment:
-    """A ``.log`` file and its two sparse indexes; only the active segment is appended to."""
+    """A ``.log`` file, its two sparse indexes and its transaction index; only the active
+    segment is appended to."""
 
     def __init__(
         self,
@@ -122,6 +125,9 @@ class Segment:
         )
         self.time_index = TimeIndex(
             time_index_path, base_offset, config.max_time_index_entries, self.rebuild_indexes
+        )
+        self.txn_index = TransactionIndex(
+            segment_file(directory, base_offset, TXN_INDEX_SUFFIX, file_suffix), base_offset
         )
         self.index_interval_bytes = config.index_interval_bytes
         self.roll_jitter_ms = config.random_segment_jitter()
@@ -416,6 +422,7 @@ class Segment:
         found = self.find_batch(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = 0
         if found is not None:
             removed = self.size - found[0]
@@ -448,6 +455,7 @@ class Segment:
         os.fdatasync(self.fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         self.on_become_inactive()
@@ -460,7 +468,7 @@ class Segment:
             self.fd = -1
 
     def change_file_suffixes(self, old: str, new: str) -> None:
-        """Rename the ``.log`` and both indexes from suffix ``old`` to ``new`` (Kafka's method).
+        """Rename the ``.log`` and the indexes from suffix ``old`` to ``new`` (Kafka's method).
 
         The log file goes first: recovery decides by the ``.log`` name alone, and
         rebuilds indexes it cannot trust.
@@ -469,6 +477,7 @@ class Segment:
             (self.log_path, self._rename_log),
             (self.offset_index.path, self.offset_index.rename),
             (self.time_index.path, self.time_index.rename),
+            (self.txn_index.path, self.txn_index.rename),
         ):
             rename(path.with_name(path.name.removesuffix(old) + new))
 
@@ -480,5 +489,5 @@ class Segment:
         """Unlink the segment's files; the descriptor stays readable until ``release``."""
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         self.log_path.unlink(missing_ok=True)
-        self.log_path.with_suffix(TXN_INDEX_SUFFIX).unlink(missing_ok=True)

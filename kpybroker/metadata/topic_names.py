@@ -21,8 +21,9 @@ from collections.abc import Iterable
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 #: Topics only the broker writes to (the group and transaction coordinators).
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 
 __all__ = [
     "INTERNAL_TOPICS",
@@ -30,6 +31,7 @@ __all__ = [
     "LEGAL_NAME",
     "MAX_NAME_LENGTH",
     "OFFSETS_TOPIC",
+    "TRANSACTION_STATE_TOPIC",
     "colliding_topic",
     "topic_name_error",
     "unify_collision_chars",

@@ -139,6 +139,7 @@ class ErrorCode(IntEnum):
     INVALID_VOTER_KEY = 125
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
+    INVALID_REGULAR_EXPRESSION = 128
 
 
 class KafkaError(Exception):
@@ -437,6 +438,7 @@ _DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.INVALID_VOTER_KEY: "The voter key doesn't match the receiving replica's key.",
     ErrorCode.DUPLICATE_VOTER: "The voter is already part of the set of voters.",
     ErrorCode.VOTER_NOT_FOUND: "The voter is not part of the set of voters.",
+    ErrorCode.INVALID_REGULAR_EXPRESSION: "The regular expression is not valid.",
 }
 
 

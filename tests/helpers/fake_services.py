@@ -38,19 +38,33 @@ class FakeLog:
 
 @dataclass
 class FakePartition:
-    """A led partition holding ``records`` (bytes) below ``high_watermark``."""
+    """A led partition holding ``records`` (bytes) below ``high_watermark``; ``lso`` is its
+    last stable offset (default: the high watermark) and ``aborted`` the aborted
+    transactions a read_committed fetch is told about."""
 
     records: bytes = b""
     high_watermark: int = 0
     leader_epoch: int = 0
     log: FakeLog = field(default_factory=FakeLog)
     reads: list[tuple[int, int]] = field(default_factory=list)
+    lso: int | None = None
+    aborted: list[Any] = field(default_factory=list)
 
-    def read_records(self, offset: int, limit: int, min_one: bool, *, for_follower: bool) -> bytes:
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark if self.lso is None else self.lso
+
+    def read_records(
+        self, offset: int, limit: int, min_one: bool, *, for_follower: bool, committed: bool = False
+    ) -> bytes:
         self.reads.append((offset, limit))
         if offset > self.high_watermark or offset < self.log.log_start_offset:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
-        return self.records if offset < self.high_watermark else b""
+        end = self.last_stable_offset if committed else self.high_watermark
+        return self.records if offset < end else b""
+
+    def aborted_transactions(self, fetch_offset: int, records: bytes) -> list[Any]:
+        return self.aborted if records else []
 
     def update_follower(self, replica_id: int, offset: int) -> None:
         pass
@@ -69,6 +83,9 @@ class FakeReplicas:
         self.partitions: dict[tuple[str, int], FakePartition] = {}
         self.elsewhere: set[tuple[str, int]] = set()
         self.ids: dict[bytes, str] = {}
+        #: ``write_txn_marker`` calls, and the error each partition answers (default NONE).
+        self.markers: list[tuple[str, int, int, int, int, bool]] = []
+        self.marker_errors: dict[tuple[str, int], ErrorCode] = {}
 
     def knows(self, topic: str, index: int) -> bool:
         return (topic, index) in self.partitions or (topic, index) in self.elsewhere
@@ -95,6 +112,21 @@ class FakeReplicas:
 
     def topic_name(self, topic_id: bytes) -> str | None:
         return self.ids.get(topic_id)
+
+    async def write_txn_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+        timeout_ms: int = 30_000,
+    ) -> ErrorCode:
+        self.markers.append(
+            (topic, partition, producer_id, producer_epoch, coordinator_epoch, committed)
+        )
+        return self.marker_errors.get((topic, partition), ErrorCode.NONE)
 
     async def wait_for_append(self, partitions: Any, timeout: float, **_: Any) -> bool:
         return False
@@ -183,6 +215,10 @@ class FakeGroups:
         return called
 
 
+class FakeTransactions(FakeGroups):
+    """A transaction coordinator that records every call and answers with ``answers[method]``."""
+
+
 class FakeCluster:
     """The cluster view: this broker alone unless ``brokers`` says otherwise."""
 
@@ -250,6 +286,8 @@ def services(
     replicas: FakeReplicas | None = None,
     groups: FakeGroups | None = None,
     controller: Any = None,
+    transactions: Any = None,
+    txn_markers: Any = None,
     log_dir: Path = Path("/nonexistent"),
     config: dict[str, str] | None = None,
 ) -> Services:
@@ -264,6 +302,8 @@ def services(
         logs=FakeLogs(log_dir),
         controller=controller,
         producer_ids=FakeProducerIds(),
+        transactions=transactions,
+        txn_markers=txn_markers,
         config=lambda: settings,
         metadata_answers=TopicAnswers(),
     )

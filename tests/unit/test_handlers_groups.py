@@ -28,7 +28,15 @@ from kpybroker.protocol.messages.offset_fetch import (
     OffsetFetchResponsePartitions,
     OffsetFetchResponseTopics,
 )
-from tests.helpers.fake_services import FakeGroups, FakeTopics, call, services, topic_of
+from kpybroker.transaction_coordinator.shard import InitResult, ProducerIdAndEpoch
+from tests.helpers.fake_services import (
+    FakeGroups,
+    FakeTopics,
+    FakeTransactions,
+    call,
+    services,
+    topic_of,
+)
 
 
 async def coordinator_is_self(group_id: str) -> tuple[ErrorCode, int]:
@@ -45,12 +53,20 @@ def test_find_coordinator_names_the_broker_with_kafkas_messages() -> None:
         4,
     )
     assert [(c.key, c.error_code, c.error_message) for c in new.coordinators] == [("g", 0, "")]
-    transactions = call(
-        services(groups=groups),
+    transactions = FakeTransactions(find_coordinator=coordinator_is_self)
+    answer = call(
+        services(groups=groups, transactions=transactions),
         find_coordinator.FindCoordinatorRequest(key_type=1, coordinator_keys=["t"]),
         4,
     )
-    assert transactions.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert [(c.key, c.error_code, c.node_id) for c in answer.coordinators] == [("t", 0, 0)]
+    assert transactions.calls == [("find_coordinator", ("t",))]
+    share = call(
+        services(groups=groups),
+        find_coordinator.FindCoordinatorRequest(key_type=2, coordinator_keys=["s"]),
+        4,
+    )
+    assert share.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_join_group_v0_uses_the_session_timeout_for_the_rebalance() -> None:
@@ -171,10 +187,24 @@ def test_group_admin_passes_through_the_coordinator() -> None:
     assert (listed.error_code, listed.groups) == (0, [])
 
 
-def test_init_producer_id_allocates_an_id_and_refuses_transactions() -> None:
-    svc = services()
+def test_init_producer_id_allocates_an_id_or_asks_the_transaction_coordinator() -> None:
+    async def fenced(tid: str, timeout_ms: int, expected: object) -> InitResult:
+        return InitResult(ErrorCode.PRODUCER_FENCED)
+
+    transactions = FakeTransactions(init_producer_id=fenced)
+    svc = services(transactions=transactions)
     first = call(svc, init_producer_id.InitProducerIdRequest(transactional_id=None), 4)
     second = call(svc, init_producer_id.InitProducerIdRequest(transactional_id=None), 4)
     assert (first.producer_id, second.producer_id, first.producer_epoch) == (1000, 1001, 0)
-    txn = call(svc, init_producer_id.InitProducerIdRequest(transactional_id="t"), 4)
-    assert txn.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    request = init_producer_id.InitProducerIdRequest(
+        transactional_id="t", transaction_timeout_ms=60_000, producer_id=7, producer_epoch=2
+    )
+    assert call(svc, request, 4).error_code == ErrorCode.PRODUCER_FENCED
+    # Clients below v4 do not know PRODUCER_FENCED: Kafka answers INVALID_PRODUCER_EPOCH.
+    assert call(svc, request, 3).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert transactions.calls[0] == (
+        "init_producer_id",
+        ("t", 60_000, ProducerIdAndEpoch(7, 2)),
+    )
+    half = init_producer_id.InitProducerIdRequest(transactional_id=None, producer_id=7)
+    assert call(svc, half, 4).error_code == ErrorCode.INVALID_REQUEST

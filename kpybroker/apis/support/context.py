@@ -4,19 +4,20 @@ Handlers never see the broker. Each receives a :class:`RequestContext`
 whose ``services`` hold one narrow interface per service, written below as
 the methods handlers call and nothing more: the replicas of this broker, the
 topic administration, the group coordinator, the view of the cluster, the
-log directories, the controller, the producer id allocator and the current
-config. The broker builds one :class:`Services` when it starts and hands it
-to the listeners; a unit test builds one of fakes.
+log directories, the controller, the producer id allocator, the transaction
+coordinator and its marker writer, and the current config. The broker
+builds one :class:`Services` when it starts and hands it to the listeners;
+a unit test builds one of fakes.
 
-Cross-cutting concerns that are coming (the authorizer, the quota manager,
-the transaction coordinator) are added here, as further fields of
+Cross-cutting concerns that are coming (the authorizer, the quota manager)
+are added here, as further fields of
 ``Services``, and reach every handler without any handler reaching through
 another object to find them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,6 +34,12 @@ if TYPE_CHECKING:
     from kpybroker.metadata.model import TopicMetadata
     from kpybroker.protocol.errors import ErrorCode, KafkaError
     from kpybroker.topic_admin import Topic
+    from kpybroker.transaction_coordinator.shard import (
+        InitResult,
+        ListFilter,
+        ProducerIdAndEpoch,
+    )
+    from kpybroker.transaction_coordinator.transaction_state import TransactionMetadata
 
 TopicPartition = tuple[str, int]
 
@@ -53,6 +60,17 @@ class Replicas(Protocol):
     def knows(self, topic: str, index: int) -> bool: ...
 
     def topic_name(self, topic_id: bytes) -> str | None: ...
+
+    async def write_txn_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+        timeout_ms: int = ...,
+    ) -> ErrorCode: ...
 
     async def wait_for_append(
         self,
@@ -106,6 +124,8 @@ class Groups(Protocol):
     async def ensure_offsets_topic(self) -> None: ...
 
     async def find_coordinator(self, group_id: str) -> tuple[ErrorCode, int]: ...
+
+    def partition_for(self, group_id: str) -> int: ...
 
     async def join_group(self, caller: Caller, request: Any) -> Any: ...
 
@@ -183,6 +203,53 @@ class ProducerIds(Protocol):
     async def next_id(self) -> int: ...
 
 
+class Transactions(Protocol):
+    """The transaction coordinator (``kpybroker.transaction_coordinator.service``)."""
+
+    async def find_coordinator(self, transactional_id: str) -> tuple[ErrorCode, int]: ...
+
+    async def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, expected: ProducerIdAndEpoch | None
+    ) -> InitResult: ...
+
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        partitions: Collection[TopicPartition],
+    ) -> ErrorCode: ...
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        partitions: Collection[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]: ...
+
+    async def end_txn(
+        self, transactional_id: str, producer: ProducerIdAndEpoch, commit: bool
+    ) -> ErrorCode: ...
+
+    def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]: ...
+
+    def list_transactions(
+        self, wanted: ListFilter
+    ) -> tuple[ErrorCode, list[TransactionMetadata]]: ...
+
+
+class TxnMarkers(Protocol):
+    """Writing end markers to led partitions (``transaction_coordinator.marker_writer``)."""
+
+    async def write(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        coordinator_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     """Everything a handler may use, one narrow interface each; built once by the broker."""
@@ -194,6 +261,8 @@ class Services:
     logs: LogDirs
     controller: Elections
     producer_ids: ProducerIds
+    transactions: Transactions
+    txn_markers: TxnMarkers
     #: The current broker config: dynamic changes replace it, so it is read at each use.
     config: Callable[[], BrokerConfig]
     metadata_answers: TopicAnswers

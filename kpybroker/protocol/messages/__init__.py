@@ -22,6 +22,11 @@ from kpybroker.protocol.messages import delete_topics
 from kpybroker.protocol.messages import delete_records
 from kpybroker.protocol.messages import init_producer_id
 from kpybroker.protocol.messages import offset_for_leader_epoch
+from kpybroker.protocol.messages import add_partitions_to_txn
+from kpybroker.protocol.messages import add_offsets_to_txn
+from kpybroker.protocol.messages import end_txn
+from kpybroker.protocol.messages import write_txn_markers
+from kpybroker.protocol.messages import txn_offset_commit
 from kpybroker.protocol.messages import describe_acls
 from kpybroker.protocol.messages import create_acls
 from kpybroker.protocol.messages import delete_acls
@@ -38,6 +43,8 @@ from kpybroker.protocol.messages import list_partition_reassignments
 from kpybroker.protocol.messages import offset_delete
 from kpybroker.protocol.messages import describe_cluster
 from kpybroker.protocol.messages import describe_producers
+from kpybroker.protocol.messages import describe_transactions
+from kpybroker.protocol.messages import list_transactions
 from kpybroker.protocol.messages import list_config_resources
 from kpybroker.protocol.messages import describe_topic_partitions
 
@@ -62,6 +69,11 @@ SCHEMAS = {
     21: delete_records,
     22: init_producer_id,
     23: offset_for_leader_epoch,
+    24: add_partitions_to_txn,
+    25: add_offsets_to_txn,
+    26: end_txn,
+    27: write_txn_markers,
+    28: txn_offset_commit,
     29: describe_acls,
     30: create_acls,
     31: delete_acls,
@@ -78,6 +90,8 @@ SCHEMAS = {
     47: offset_delete,
     60: describe_cluster,
     61: describe_producers,
+    65: describe_transactions,
+    66: list_transactions,
     74: list_config_resources,
     75: describe_topic_partitions,
 }

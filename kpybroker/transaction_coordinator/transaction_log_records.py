@@ -1,0 +1,132 @@
+"""The records of ``__transaction_state``, in Kafka's format, and reading a partition back.
+
+Key: int16 version 0, then ``TransactionLogKey`` (the transactional id).
+Value: int16 version, then ``TransactionLogValue``; a null value is the
+tombstone of an expired id. Kafka writes value version 0 under transaction
+version 1 (and 1, flexible with tagged fields, under version 2), with null
+partitions in the Empty state, and so does this module, so a log directory
+reads the same in either broker.
+
+A partition is read from its start to its end in chunks of
+``transaction.state.log.load.buffer.size``, yielding to the event loop
+between chunks; a record that cannot be decoded is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+
+from kpybroker.protocol.errors import KafkaError
+from kpybroker.protocol.messages.transaction_log_key import TransactionLogKey
+from kpybroker.protocol.messages.transaction_log_value import (
+    PartitionsSchema,
+    TransactionLogValue,
+)
+from kpybroker.protocol.records import NewRecord, build_batch, iter_batches, iter_records
+from kpybroker.transaction_coordinator.transaction_state import TxnFields, TxnState
+
+log = logging.getLogger(__name__)
+
+_VERSION = struct.Struct(">h")
+KEY_VERSION = 0
+VALUE_VERSION_WRITTEN = 0
+LOADING_ERRORS = (KafkaError, ValueError, IndexError, UnicodeDecodeError)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """A transactional id's fields; None is the tombstone of an expired id."""
+
+    transactional_id: str
+    fields: TxnFields | None
+
+
+def encode_record(record: TxnRecord) -> NewRecord:
+    key = _VERSION.pack(KEY_VERSION) + TransactionLogKey(
+        transactional_id=record.transactional_id
+    ).encode_bytes(KEY_VERSION)
+    fields = record.fields
+    if fields is None:
+        return NewRecord(key, None)
+    partitions: dict[str, list[int]] = defaultdict(list)
+    for topic, index in sorted(fields.partitions):
+        partitions[topic].append(index)
+    value = TransactionLogValue(
+        producer_id=fields.producer_id,
+        producer_epoch=fields.producer_epoch,
+        transaction_timeout_ms=fields.timeout_ms,
+        transaction_status=int(fields.state),
+        transaction_partitions=None
+        if fields.state == TxnState.EMPTY
+        else [PartitionsSchema(topic=t, partition_ids=ids) for t, ids in partitions.items()],
+        transaction_last_update_timestamp_ms=fields.last_update_timestamp_ms,
+        transaction_start_timestamp_ms=fields.start_timestamp_ms,
+    )
+    return NewRecord(
+        key, _VERSION.pack(VALUE_VERSION_WRITTEN) + value.encode_bytes(VALUE_VERSION_WRITTEN)
+    )
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> TxnRecord | None:
+    """The record's transactional id and fields; None for a key of another kind."""
+    if key is None or len(key) < _VERSION.size:
+        return None
+    (version,) = _VERSION.unpack_from(key)
+    if version != KEY_VERSION:
+        return None
+    decoded_key, _ = TransactionLogKey.decode(key, _VERSION.size, version)
+    if value is None:
+        return TxnRecord(decoded_key.transactional_id, None)
+    (value_version,) = _VERSION.unpack_from(value)
+    v, _ = TransactionLogValue.decode(value, _VERSION.size, value_version)
+    partitions = frozenset(
+        (p.topic, index) for p in v.transaction_partitions or () for index in p.partition_ids
+    )
+    return TxnRecord(
+        decoded_key.transactional_id,
+        TxnFields(
+            producer_id=v.producer_id,
+            producer_epoch=v.producer_epoch,
+            timeout_ms=v.transaction_timeout_ms,
+            state=TxnState(v.transaction_status),
+            partitions=partitions,
+            start_timestamp_ms=v.transaction_start_timestamp_ms,
+            last_update_timestamp_ms=v.transaction_last_update_timestamp_ms,
+            previous_producer_id=v.previous_producer_id,
+        ),
+    )
+
+
+def encode_batch(records: Iterable[TxnRecord]) -> bytearray:
+    """One uncompressed batch of ``records`` (offsets are stamped by the log)."""
+    return bytearray(build_batch([encode_record(r) for r in records]))
+
+
+async def read_partition(plog: object, chunk_bytes: int) -> AsyncIterator[list[TxnRecord]]:
+    """Yield the records of ``plog`` (a PartitionLog), chunk by chunk."""
+    offset = plog.log_start_offset  # type: ignore[attr-defined]
+    end = plog.log_end_offset  # type: ignore[attr-defined]
+    while offset < end:
+        data = plog.read(offset, chunk_bytes, end).read_bytes()  # type: ignore[attr-defined]
+        if not data:
+            break
+        records: list[TxnRecord] = []
+        view = memoryview(data)
+        for pos, header in iter_batches(data):
+            offset = header.last_offset + 1
+            if header.is_control:
+                continue
+            try:
+                for record in iter_records(view[pos : pos + header.size]):
+                    decoded = decode_record(record.key, record.value)
+                    if decoded is not None:
+                        records.append(decoded)
+            except LOADING_ERRORS as exc:
+                log.error("%s: skipping the batch at offset %d: %s", plog, header.base_offset, exc)
+        yield records
+        await asyncio.sleep(0)

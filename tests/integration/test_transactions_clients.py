@@ -1,0 +1,201 @@
+"""Transactional producers and read_committed consumers, with real clients.
+
+librdkafka (confluent-kafka) and kafka-python producers with a
+``transactional.id`` commit and abort transactions over several partitions;
+read_committed consumers see exactly the committed records, read_uncommitted
+ones everything; an open transaction holds read_committed consumers back at
+its first offset (the last stable offset) until it ends; a second producer
+with the same id fences the first; a transaction open when the broker is
+killed is aborted by its timeout after the restart, and what was committed
+before the kill is still there. Passes against Apache Kafka too
+(``KPYBROKER_TEST_TARGET=kafka``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, KafkaProducer
+
+from tests.helpers.brokers import BrokerFactory, ManagedBroker
+
+PARTITIONS = 3
+FAST_TIMEOUTS = {
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+    "transaction.state.log.num.partitions": 5,
+}
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+
+
+def transactional_producer(bootstrap: str, transactional_id: str, **extra: object) -> Producer:
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, **extra}
+    )
+    producer.init_transactions(30)
+    return producer
+
+
+def read_all(bootstrap: str, topic: str, isolation: str, *, timeout: float = 20.0) -> list[str]:
+    """Every record value of ``topic`` up to the end its consumer can see, in offset order."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        values: list[tuple[int, int, str]] = []
+        at_end: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                at_end.add(message.partition())
+                continue
+            at_end.discard(message.partition())
+            values.append((message.partition(), message.offset(), message.value().decode()))
+        assert len(at_end) == PARTITIONS, f"only partitions {at_end} reached their end"
+        return [value for _, _, value in sorted(values)]
+    finally:
+        consumer.close()
+
+
+@pytest.fixture
+def txn_broker(broker_factory: BrokerFactory) -> ManagedBroker:
+    return broker_factory(FAST_TIMEOUTS)
+
+
+@pytest.fixture
+def topic(txn_broker: ManagedBroker) -> Iterator[str]:
+    name = f"txn-{uuid.uuid4().hex[:8]}"
+    create_topic(txn_broker.bootstrap, name)
+    yield name
+
+
+def test_committed_and_aborted_transactions(txn_broker: ManagedBroker, topic: str) -> None:
+    bootstrap = txn_broker.bootstrap
+    producer = transactional_producer(bootstrap, "txn-commit-abort")
+    producer.begin_transaction()
+    for i in range(30):
+        producer.produce(topic, value=f"committed-{i}", partition=i % PARTITIONS)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    for i in range(12):
+        producer.produce(topic, value=f"aborted-{i}", partition=i % PARTITIONS)
+    producer.flush(30)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, value="committed-last", partition=0)
+    producer.commit_transaction(30)
+
+    committed = sorted(read_all(bootstrap, topic, "read_committed"))
+    assert committed == sorted([f"committed-{i}" for i in range(30)] + ["committed-last"])
+    everything = read_all(bootstrap, topic, "read_uncommitted")
+    assert sorted(everything) == sorted(committed + [f"aborted-{i}" for i in range(12)])
+
+
+def test_open_transaction_holds_read_committed_back(txn_broker: ManagedBroker, topic: str) -> None:
+    bootstrap = txn_broker.bootstrap
+    producer = transactional_producer(bootstrap, "txn-open")
+    plain = Producer({"bootstrap.servers": bootstrap})
+    producer.begin_transaction()
+    producer.produce(topic, value="in-transaction", partition=0)
+    producer.flush(30)
+    # Written after the transaction's first offset: not visible to read_committed until it ends.
+    plain.produce(topic, value="after", partition=0)
+    plain.flush(30)
+    assert read_all(bootstrap, topic, "read_committed") == []
+    assert read_all(bootstrap, topic, "read_uncommitted") == ["in-transaction", "after"]
+    producer.commit_transaction(30)
+    assert read_all(bootstrap, topic, "read_committed") == ["in-transaction", "after"]
+
+
+def test_second_producer_fences_the_first(txn_broker: ManagedBroker, topic: str) -> None:
+    bootstrap = txn_broker.bootstrap
+    first = transactional_producer(bootstrap, "txn-zombie")
+    first.begin_transaction()
+    first.produce(topic, value="zombie", partition=0)
+    first.flush(30)
+    second = transactional_producer(bootstrap, "txn-zombie")  # aborts the open transaction
+    second.begin_transaction()
+    second.produce(topic, value="successor", partition=1)
+    second.commit_transaction(30)
+    with pytest.raises(KafkaException) as raised:
+        first.commit_transaction(30)
+    assert raised.value.args[0].fatal() or raised.value.args[0].code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    )
+    assert read_all(bootstrap, topic, "read_committed") == ["successor"]
+
+
+def test_kafka_python_transactions(txn_broker: ManagedBroker, topic: str) -> None:
+    bootstrap = txn_broker.bootstrap
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="txn-kafka-python")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(6):
+            producer.send(topic, value=f"kp-committed-{i}".encode(), partition=i % PARTITIONS)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send(topic, value=b"kp-aborted", partition=0)
+        producer.flush()
+        producer.abort_transaction()
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
+    try:
+        seen = sorted(record.value.decode() for record in consumer)
+    finally:
+        consumer.close()
+    assert seen == sorted(f"kp-committed-{i}" for i in range(6))
+
+
+def test_open_transaction_is_aborted_after_a_kill(txn_broker: ManagedBroker, topic: str) -> None:
+    bootstrap = txn_broker.bootstrap
+    producer = transactional_producer(bootstrap, "txn-killed", **{"transaction.timeout.ms": 3000})
+    producer.begin_transaction()
+    producer.produce(topic, value="before-kill", partition=0)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, value="open-at-kill", partition=0)
+    producer.flush(30)
+    txn_broker.kill()
+    txn_broker.restart()
+    # The coordinator reloads the open transaction and aborts it once its timeout passes.
+    deadline = time.monotonic() + 30
+    plain = Producer({"bootstrap.servers": bootstrap})
+    plain.produce(topic, value="after-restart", partition=0)
+    plain.flush(30)
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        seen = read_all(bootstrap, topic, "read_committed", timeout=10)
+        if "after-restart" in seen:
+            break
+    assert seen == ["before-kill", "after-restart"]
