@@ -36,7 +36,11 @@ async def handle_init_producer_id(
 ) -> InitProducerIdResponse:
     has_id = request.producer_id != NO_PRODUCER_ID
     if has_id != (request.producer_epoch != NO_PRODUCER_EPOCH):
-        return InitProducerIdResponse(error_code=ErrorCode.INVALID_REQUEST)
+        return InitProducerIdResponse(
+            error_code=ErrorCode.INVALID_REQUEST,
+            producer_id=NO_PRODUCER_ID,
+            producer_epoch=NO_PRODUCER_EPOCH,
+        )
     if request.transactional_id is None:
         producer_id = await ctx.services.producer_ids.next_id()
         return InitProducerIdResponse(

@@ -9,11 +9,13 @@ ILLEGAL_GENERATION) when a member commits to a group that does not exist.
 
 OffsetFetch versions: 0 (ZooKeeper) is gone in Kafka 4; 2 lets topics be
 null (every committed offset) and adds a top-level error; 3 throttle time;
-5 returns leader epochs; 6 is flexible; 7 adds require_stable (which only
-matters for transactional commits, not implemented here); 8 fetches several
-groups at once, each with its own error; 9 adds the KIP-848 member ID and
-epoch, which classic groups ignore. A partition without a commit answers
-offset -1 and metadata "".
+5 returns leader epochs; 6 is flexible; 7 adds require_stable: a partition
+with a pending transactional offset (TxnOffsetCommit, before its transaction
+ends) then answers UNSTABLE_OFFSET_COMMIT and offset -1, so that a
+read_committed consumer waits for it (without it the last committed offset
+is answered); 8 fetches several groups at once, each with its own error;
+9 adds the KIP-848 member ID and epoch, which classic groups ignore. A
+partition without a commit answers offset -1 and metadata "".
 
 OffsetDelete has one version. Only offsets of topics the group does not
 consume can be deleted (GROUP_SUBSCRIBED_TO_TOPIC otherwise), all of them
@@ -106,12 +108,14 @@ async def handle_offset_delete(
 async def handle_offset_fetch(
     ctx: RequestContext, request: OffsetFetchRequest
 ) -> OffsetFetchResponse:
-    coordinator = ctx.services.groups
+    groups = ctx.services.groups
+    # Before v7 require_stable decodes as False.
+    fetch = groups.fetch_stable_offsets if request.require_stable else groups.fetch_offsets
     if ctx.api_version >= GROUPED_FETCH_FROM:
-        return OffsetFetchResponse(groups=[coordinator.fetch_offsets(g) for g in request.groups])
+        return OffsetFetchResponse(groups=[fetch(g) for g in request.groups])
     # v1-7 topics have the same fields (name, partition_indexes) as v8+ ones.
     group = OffsetFetchRequestGroup(group_id=request.group_id, topics=request.topics)
-    return single_group_response(ctx.api_version, request, coordinator.fetch_offsets(group))
+    return single_group_response(ctx.api_version, request, fetch(group))
 
 
 def single_group_response(

@@ -48,7 +48,7 @@ from kpybroker.log.produce_validator import (
 )
 from kpybroker.metadata.topic_names import INTERNAL_TOPICS
 from kpybroker.protocol import records
-from kpybroker.protocol.errors import ErrorCode, KafkaError, default_message
+from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import produce
 from kpybroker.protocol.messages.produce import (
     BatchIndexAndErrorMessage,
@@ -165,7 +165,7 @@ def first_batch_transactional(data: memoryview | bytes | None) -> bool:
     return bool(data[records.ATTRIBUTES_OFFSET + 1] & records.TRANSACTIONAL_MASK)
 
 
-def refuse_all(request: ProduceRequest, code: ErrorCode, message: str) -> ProduceResponse:
+def refuse_all(request: ProduceRequest, code: ErrorCode, message: str | None) -> ProduceResponse:
     """Every partition answered with one error, as Kafka's ``getErrorResponse`` when the
     request itself fails."""
     return ProduceResponse(
@@ -212,8 +212,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     ):
         if acks == 0:
             raise CloseConnection("transactional records without a transactional id")
-        denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        return refuse_all(request, denied, default_message(denied))
+        # Kafka's error response carries no message here (its exception's text is the
+        # error's default, which ApiError leaves out).
+        return refuse_all(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
     by_id = ctx.api_version >= TOPIC_IDS_FROM
     responses = []
     appended = []

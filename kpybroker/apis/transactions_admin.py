@@ -9,7 +9,8 @@ transaction, as Kafka keeps it.
 ListTransactions answers the ids this broker coordinates. Its filters, all
 optional: states (a state Kafka does not have is echoed in
 ``unknown_state_filters`` and matches nothing), producer ids, from v1 a
-minimum duration (open transactions running at least that long), and from
+minimum duration (ids whose transaction started longer ago than that, in
+any state, as Kafka counts it; an id that never started one passes), and from
 v2 a regular expression the whole transactional id must match (Kafka uses
 Java's ``Pattern``; Python's ``re`` agrees on the common syntax). An invalid
 expression is INVALID_REGULAR_EXPRESSION.

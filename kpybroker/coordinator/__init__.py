@@ -7,14 +7,21 @@ Layers, from the wire inwards:
   mapping of coordinator errors.
 - ``runtime`` is the only part that does I/O: it owns one shard per led
   partition of ``__consumer_offsets``, loads it from the log, appends its
-  records, arms its timers on the event loop and completes waiting requests.
+  records, arms its timers on the event loop, completes waiting requests, and
+  replays the transaction end markers written to its partitions.
 - ``shard`` is the state machine of one partition, without I/O: events in
-  (requests, fired timers, finished appends, replayed records), ``Effects``
-  out (replies, records to append, timers to arm; see ``interface``).
-  ``membership`` holds the classic rebalance protocol, ``offsets`` the
-  committed offsets, ``group`` the group and member model.
-- ``records`` is the key and value format of ``__consumer_offsets``, which is
-  Kafka's, so that a log directory stays readable by either broker;
-  ``loader`` reads a partition back; ``partitioning`` maps a group to its
-  partition as Kafka does; ``settings`` holds the configs the coordinator reads.
+  (requests, fired timers, written and finished appends, replayed records and
+  markers), ``Effects`` out (replies, records to append, timers to arm; see
+  ``interface``). ``membership`` holds the classic rebalance protocol,
+  ``committed_offsets`` the committed offsets (OffsetCommit, OffsetFetch,
+  OffsetDelete, expiry), ``transactional_offsets`` TxnOffsetCommit and the
+  end of its transactions, ``offset_store`` the offsets in memory (committed
+  ones, and the pending ones of open transactions), ``group`` the group and
+  member model.
+- ``offsets_topic_records`` is the key and value format of
+  ``__consumer_offsets``, which is Kafka's, so that a log directory stays
+  readable by either broker; ``loader`` reads a partition back, transactional
+  batches and end markers included; ``partitioning`` maps a group to its
+  partition as Kafka does; ``coordinator_settings`` holds the configs the
+  coordinator reads.
 """

@@ -6,17 +6,27 @@ commit is acknowledged, and visible to OffsetFetch, only when it is in the
 log, and a failed append leaves nothing behind. Metadata strings and leader
 epochs are stored as committed and returned unchanged; a null metadata is
 stored as "" (Kafka's ``NO_METADATA``).
+
+The pending offsets of open transactions (``offset_store.PendingOffsets``,
+written by ``transactional_offsets``) follow the log as it is written
+(``written``), so they are in place before any end marker that follows them.
+They count here as Kafka counts them: a fetch requiring stable offsets is
+told such a partition is unstable; a tombstone (OffsetDelete, DeleteGroups,
+a deleted topic) deletes them too; an offset with a pending one does not
+expire, and a group with an open transaction is not expired away.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.group import DEAD, PREPARING_REBALANCE, STABLE, ClassicGroup
-from kpybroker.coordinator.interface import Caller, Effects, Token, coordinator_error
+from kpybroker.coordinator.interface import Append, Caller, Effects, Token, coordinator_error
 from kpybroker.coordinator.membership import Membership
+from kpybroker.coordinator.offset_store import GroupOffsets, PendingOffsets
 from kpybroker.coordinator.offsets_topic_records import (
     CoordinatorRecord,
     OffsetAndMetadata,
@@ -41,13 +51,12 @@ from kpybroker.protocol.messages.offset_fetch import (
     OffsetFetchResponsePartitions,
     OffsetFetchResponseTopics,
 )
+from kpybroker.protocol.records import NO_PRODUCER_ID
 
 # OffsetCommit v9 answers GROUP_ID_NOT_FOUND for a member committing to a group
 # that does not exist; older versions get ILLEGAL_GENERATION.
 GROUP_ID_NOT_FOUND_FROM = 9
 NO_RETENTION = -1
-
-TopicOffsets = dict[int, OffsetAndMetadata]
 
 
 class Expired(NamedTuple):
@@ -112,34 +121,20 @@ class OffsetManager:
         self.membership = membership
         self.settings = settings
         self.clock = clock
-        self.offsets: dict[str, dict[str, TopicOffsets]] = {}
+        self.offsets = GroupOffsets()
+        self.pending = PendingOffsets()
 
     def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
-        return self.offsets.get(group_id, {}).get(topic, {}).get(partition)
-
-    def put(self, group_id: str, topic: str, partition: int, value: OffsetAndMetadata) -> None:
-        self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = value
-
-    def remove(self, group_id: str, topic: str, partition: int) -> None:
-        topics = self.offsets.get(group_id)
-        if topics is None or topic not in topics:
-            return
-        topics[topic].pop(partition, None)
-        if not topics[topic]:
-            del topics[topic]
-        if not topics:
-            del self.offsets[group_id]
+        return self.offsets.find(group_id, topic, partition)
 
     def remove_group(self, group_id: str) -> None:
         self.offsets.pop(group_id, None)
 
     def tombstones(self, group_id: str) -> list[CoordinatorRecord]:
-        """Records deleting every offset of the group (DeleteGroups)."""
-        return [
-            OffsetRecord(group_id, topic, partition, None)
-            for topic, partitions in self.offsets.get(group_id, {}).items()
-            for partition in partitions
-        ]
+        """Records deleting every offset of the group, pending ones too (DeleteGroups)."""
+        partitions = dict.fromkeys(self.offsets.partitions(group_id))
+        partitions.update(dict.fromkeys(sorted(self.pending.partitions(group_id))))
+        return [OffsetRecord(group_id, topic, partition, None) for topic, partition in partitions]
 
     # -- OffsetCommit -------------------------------------------------------------
 
@@ -181,16 +176,14 @@ class OffsetManager:
 
         def appended(done: Effects, error: ErrorCode) -> None:
             if error:
-                failed = coordinator_error(error)
-                for topic in response.topics:
-                    for part in topic.partitions:
-                        part.error_code = part.error_code or failed
+                fail_partitions(response.topics, error)
             else:
-                for record in records:
-                    self.put(record.group, record.topic, record.partition, record.value)
+                for index, record in enumerate(records):
+                    value = dataclasses.replace(record.value, record_offset=append.offset_of(index))
+                    self.offsets.put(record.group, record.topic, record.partition, value)
             done.reply(token, response)
 
-        out.append(records, appended)
+        append = out.append(records, appended)
 
     def group_for_commit(self, caller: Caller, request: OffsetCommitRequest) -> ClassicGroup:
         """The group, created when someone outside group management commits to a new one."""
@@ -207,16 +200,33 @@ class OffsetManager:
 
     # -- OffsetFetch ------------------------------------------------------------
 
-    def fetch(self, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
-        """A group's offsets: the partitions asked for (-1 where none), or all (topics null)."""
-        group = self.membership.group(request.group_id)
+    def fetch(
+        self, request: OffsetFetchRequestGroup, require_stable: bool = False
+    ) -> OffsetFetchResponseGroup:
+        """A group's offsets: the partitions asked for (-1 where none), or all (topics null).
+
+        Pending transactional offsets are never returned; with ``require_stable``
+        a partition that has one answers UNSTABLE_OFFSET_COMMIT instead, so the
+        consumer waits for the transaction to end. As in Kafka, "all" means the
+        partitions with a committed offset.
+        """
+        group_id = request.group_id
+        group = self.membership.group(group_id)
         known = group is not None and not group.is_in(DEAD)
-        stored = self.offsets.get(request.group_id, {}) if known else {}
+        stored = self.offsets.get(group_id, {}) if known else {}
+
+        def answer(
+            topic: str, index: int, value: OffsetAndMetadata | None
+        ) -> OffsetFetchResponsePartitions:
+            if require_stable and self.pending.has_pending(group_id, topic, index):
+                return fetched(index, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            return fetched(index, value)
+
         if request.topics is None:
             topics = [
                 OffsetFetchResponseTopics(
                     name=topic,
-                    partitions=[fetched(index, value) for index, value in partitions.items()],
+                    partitions=[answer(topic, index, value) for index, value in partitions.items()],
                 )
                 for topic, partitions in stored.items()
             ]
@@ -225,13 +235,13 @@ class OffsetManager:
                 OffsetFetchResponseTopics(
                     name=t.name,
                     partitions=[
-                        fetched(index, stored.get(t.name, {}).get(index))
+                        answer(t.name, index, stored.get(t.name, {}).get(index))
                         for index in t.partition_indexes
                     ],
                 )
                 for t in request.topics
             ]
-        return OffsetFetchResponseGroup(group_id=request.group_id, topics=topics)
+        return OffsetFetchResponseGroup(group_id=group_id, topics=topics)
 
     # -- OffsetDelete -----------------------------------------------------------
 
@@ -252,7 +262,7 @@ class OffsetManager:
             error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else ErrorCode.NONE
             for p in topic.partitions:
                 answers.add(topic.name, p.partition_index, error)
-                if not subscribed and self.get(group.group_id, topic.name, p.partition_index):
+                if not subscribed and self.has_any(group.group_id, topic.name, p.partition_index):
                     records.append(
                         OffsetRecord(group.group_id, topic.name, p.partition_index, None)
                     )
@@ -266,10 +276,16 @@ class OffsetManager:
                 done.reply(token, OffsetDeleteResponse(error_code=coordinator_error(error)))
                 return
             for record in records:
-                self.remove(record.group, record.topic, record.partition)
+                self.offsets.discard(record.group, record.topic, record.partition)
             done.reply(token, response)
 
         out.append(records, appended)
+
+    def has_any(self, group_id: str, topic: str, partition: int) -> bool:
+        """Whether the partition has an offset to delete: committed, or pending (Kafka's test)."""
+        return self.get(group_id, topic, partition) is not None or self.pending.has_pending(
+            group_id, topic, partition
+        )
 
     # -- expiry and replay -----------------------------------------------------------
 
@@ -280,10 +296,16 @@ class OffsetManager:
         consumes never expire; the others once ``offsets.retention.minutes``
         have passed since the group's base time (see ``offset_expiry_base``),
         or at their own expire timestamp when the commit gave a retention.
+        An offset with a pending transactional one waits for its transaction,
+        and a group with an open transaction keeps at least that: Kafka does
+        not delete it either, except when it has no committed offset at all,
+        which would leave the transaction's offsets without their group.
         """
-        stored = self.offsets.get(group.group_id)
+        group_id = group.group_id
+        open_transactions = self.pending.has_open_transactions(group_id)
+        stored = self.offsets.get(group_id)
         if not stored:
-            return [], True
+            return [], not open_transactions
         base = group.offset_expiry_base()
         if base is None:
             return [], False
@@ -299,48 +321,97 @@ class OffsetManager:
                     expired = now >= value.expire_timestamp
                 else:
                     expired = now - base(value) >= retention
-                if expired:
+                if expired and not self.pending.has_pending(group_id, topic, partition):
                     found.append(Expired(topic, partition, value))
                 else:
                     kept = True
-        return found, not kept
+        return found, not kept and not open_transactions
 
     def remove_expired(self, group_id: str, expired: list[Expired]) -> None:
         """Forget expired offsets, unless recommitted since they were found."""
         for item in expired:
             if self.get(group_id, item.topic, item.partition) is item.value:
-                self.remove(group_id, item.topic, item.partition)
+                self.offsets.discard(group_id, item.topic, item.partition)
 
     def topic_deleted(self, out: Effects, topic: str) -> None:
-        """A deleted topic's offsets go too, in every group (Kafka's ``onPartitionsDeleted``)."""
-        records = [
-            OffsetRecord(group_id, topic, partition, None)
+        """A deleted topic's offsets go too, in every group, pending ones too (Kafka's
+        ``onPartitionsDeleted``)."""
+        deleted = {
+            (group_id, partition)
             for group_id, topics in self.offsets.items()
             for partition in topics.get(topic, ())
+        }
+        records = [
+            OffsetRecord(group_id, topic, partition, None)
+            for group_id, partition in sorted(deleted | self.pending.of_topic(topic))
         ]
 
         def appended(_done: Effects, error: ErrorCode) -> None:
             if not error:
                 for record in records:
-                    self.remove(record.group, topic, record.partition)
+                    self.offsets.discard(record.group, topic, record.partition)
 
         if records:
             out.append(records, appended)
 
-    def replay(self, record: OffsetRecord) -> None:
-        """Apply an offset record from the log; an offset's group exists from then on."""
+    def written(self, append: Append) -> None:
+        """The pending offsets follow a batch the leader has just written, in log order.
+
+        A transactional batch's offsets become pending under its producer; a
+        tombstone deletes the partition's pending offsets. The committed
+        offsets wait for ``on_done`` instead (they must be durable to be seen).
+        """
+        for index, record in enumerate(append.records):
+            if not isinstance(record, OffsetRecord):
+                continue
+            if record.value is None:
+                self.pending.discard(record.group, record.topic, record.partition)
+            elif append.producer is not None:
+                value = dataclasses.replace(record.value, record_offset=append.offset_of(index))
+                self.pending.put(
+                    append.producer.producer_id, record.group, record.topic, record.partition, value
+                )
+
+    def replay(
+        self, record: OffsetRecord, offset: int = -1, producer_id: int = NO_PRODUCER_ID
+    ) -> None:
+        """Apply an offset record read from the log at ``offset``, in a batch of ``producer_id``.
+
+        A transactional batch's offset is pending until its marker is replayed
+        (``transactional_offsets``); a tombstone deletes the committed offset
+        and the pending ones. An offset's group exists from then on.
+        """
         if record.value is None:
-            self.remove(record.group, record.topic, record.partition)
+            self.offsets.discard(record.group, record.topic, record.partition)
+            self.pending.discard(record.group, record.topic, record.partition)
             return
         if self.membership.group(record.group) is None:
             self.membership.create_group(record.group)
-        self.put(record.group, record.topic, record.partition, record.value)
+        value = dataclasses.replace(record.value, record_offset=offset)
+        if producer_id == NO_PRODUCER_ID:
+            self.offsets.put(record.group, record.topic, record.partition, value)
+        else:
+            self.pending.put(producer_id, record.group, record.topic, record.partition, value)
 
 
-def fetched(partition: int, value: OffsetAndMetadata | None) -> OffsetFetchResponsePartitions:
+def fail_partitions(topics: Sequence[Any], append_error: ErrorCode) -> None:
+    """A failed append's error for every partition of a commit answer not already failed."""
+    failed = coordinator_error(append_error)
+    for topic in topics:
+        for part in topic.partitions:
+            part.error_code = part.error_code or failed
+
+
+def fetched(
+    partition: int, value: OffsetAndMetadata | None, error: ErrorCode = ErrorCode.NONE
+) -> OffsetFetchResponsePartitions:
     if value is None:
         return OffsetFetchResponsePartitions(
-            partition_index=partition, committed_offset=-1, committed_leader_epoch=-1, metadata=""
+            partition_index=partition,
+            committed_offset=-1,
+            committed_leader_epoch=-1,
+            metadata="",
+            error_code=error,
         )
     return OffsetFetchResponsePartitions(
         partition_index=partition,

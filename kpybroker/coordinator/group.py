@@ -338,9 +338,19 @@ class ClassicGroup:
             raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
 
     def validate_offset_commit(
-        self, member_id: str, group_instance_id: str | None, generation: int
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        generation: int,
+        *,
+        transactional: bool = False,
     ) -> None:
-        """Members commit at their generation; anyone else (generation -1) only while Empty."""
+        """Members commit at their generation; anyone else (generation -1) only while Empty.
+
+        A ``transactional`` commit (TxnOffsetCommit) without member and
+        generation is accepted in any live state, as its versions before 3
+        carry neither, and the group's state is not enforced (Kafka's rules).
+        """
         if self.is_in(DEAD):
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if generation < 0 and self.is_in(EMPTY):
@@ -349,9 +359,9 @@ class ClassicGroup:
             self.validate_member(member_id, group_instance_id)
             if generation != self.generation:
                 raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
-        elif not self.is_in(EMPTY):
+        elif not transactional and not self.is_in(EMPTY):
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if self.is_in(COMPLETING_REBALANCE):
+        if not transactional and self.is_in(COMPLETING_REBALANCE):
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
 
     def validate_offset_delete(self) -> None:

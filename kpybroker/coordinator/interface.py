@@ -7,10 +7,15 @@ shard's methods). Out: ``Effects``, plain data the runner carries out:
 - ``Reply(token, result)``: complete the waiting request with this response;
   a token is replied to at most once, now or on a later event (a JoinGroup
   waits for the rest of the group).
-- ``Append(records, on_done)``: append these records to the shard's partition
-  as one batch, then call ``shard.append_done(append, error)``. Whatever must
-  wait for durability (a commit's answer, a group becoming Stable) is in
-  ``on_done``, so nothing is acknowledged before its record is in the log.
+- ``Append(records, on_done, producer)``: append these records to the shard's
+  partition as one batch (a transactional one for a ``producer``). As soon as
+  the leader has written it, call ``shard.append_written(append,
+  base_offset)``: state that must follow the log in its order (pending
+  transactional offsets, as Kafka replays records when it writes them) is
+  kept from there. Once it is replicated, or failed, call
+  ``shard.append_done(append, error)``. Whatever must wait for durability (a
+  commit's answer and visibility, a group becoming Stable) is in ``on_done``,
+  so nothing is acknowledged before its record is in the log.
 - ``SetTimer(key, delay_ms, args)`` / ``CancelTimer(key)``: arming a key again
   replaces its timer, as in Kafka's coordinator timer; when it fires, the
   runner feeds ``shard.timer_fired(key, args)``. Nothing runs while idle.
@@ -22,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord
+from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, Producer
 from kpybroker.protocol.errors import ErrorCode
 
 Token = int
@@ -55,10 +60,17 @@ class Reply:
     result: Any
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Append:
     records: Sequence[CoordinatorRecord]
     on_done: Callable[[Effects, ErrorCode], None] | None = None
+    producer: Producer | None = None
+    #: The log offset of the first record, once the leader has written the batch.
+    base_offset: int = field(default=-1, init=False)
+
+    def offset_of(self, index: int) -> int:
+        """The log offset of ``records[index]`` (the batch's offsets are consecutive)."""
+        return self.base_offset + index
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +101,12 @@ class Effects:
         self,
         records: Sequence[CoordinatorRecord],
         on_done: Callable[[Effects, ErrorCode], None] | None = None,
-    ) -> None:
-        self.appends.append(Append(records, on_done))
+        producer: Producer | None = None,
+    ) -> Append:
+        """Append ``records``; the ``Append`` tells ``on_done`` where they were written."""
+        append = Append(records, on_done, producer)
+        self.appends.append(append)
+        return append
 
     def set_timer(self, key: TimerKey, delay_ms: int, *args: int) -> None:
         self.timers.append(SetTimer(key, delay_ms, args))

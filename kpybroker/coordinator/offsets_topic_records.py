@@ -10,6 +10,11 @@ What is written follows Kafka 3.x/4.x (``GroupCoordinatorRecordHelpers``):
 offset keys v1, ``OffsetCommitValue`` v3 (v1 when the commit carries an
 explicit retention, the only version with an expire timestamp), group keys v2
 and ``GroupMetadataValue`` v3.
+
+A TxnOffsetCommit's records form a transactional batch carrying the
+producer's id and epoch, as Kafka's coordinator writes them: the log then
+tracks the open transaction, and the end marker the transaction coordinator
+writes to the partition later commits or aborts them (see ``loader``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kpybroker.protocol.messages.group_metadata_key import GroupMetadataKey
 from kpybroker.protocol.messages.group_metadata_value import GroupMetadataValue
@@ -32,17 +38,35 @@ OFFSET_KEY_WRITTEN = 1
 OFFSET_VALUE_WRITTEN = 3
 OFFSET_VALUE_WITH_EXPIRY = 1
 GROUP_VALUE_WRITTEN = 3
+# Kafka's coordinator starts its transactional batches at sequence 0; this
+# broker's log checks the sequence of any batch that has one (it does not know
+# the batch's origin), so the coordinator's carry none and get only the epoch
+# check, which is what Kafka applies to ``AppendOrigin.COORDINATOR``.
+NO_SEQUENCE = -1
 
 
 @dataclass(frozen=True, slots=True)
 class OffsetAndMetadata:
-    """A committed offset as stored; ``leader_epoch`` -1, ``expire_timestamp`` None: absent."""
+    """A committed offset as stored; ``leader_epoch`` -1, ``expire_timestamp`` None: absent.
+
+    ``record_offset`` is not part of the record: it is where the log holds it
+    (-1 before it is written), which decides between a transactional commit
+    and a plain one of the same partition when the transaction commits.
+    """
 
     offset: int
     leader_epoch: int
     metadata: str
     commit_timestamp: int
     expire_timestamp: int | None = None
+    record_offset: int = -1
+
+
+class Producer(NamedTuple):
+    """The transactional producer whose batch this is (TxnOffsetCommit's)."""
+
+    producer_id: int
+    producer_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,14 +155,37 @@ def _decode_offset(value: bytes | None) -> OffsetAndMetadata | None:
     )
 
 
-def encode_batch(records: Iterable[CoordinatorRecord], compression: int = 0) -> bytearray:
-    """One record batch holding ``records``, ready to append (offsets are stamped by the log)."""
-    return bytearray(build_batch([encode_record(r) for r in records], compression=compression))
+def encode_batch(
+    records: Iterable[CoordinatorRecord], compression: int = 0, producer: Producer | None = None
+) -> bytearray:
+    """One record batch holding ``records``, ready to append (offsets are stamped by the log).
+
+    With a ``producer`` the batch is transactional and carries its id and epoch.
+    """
+    encoded = [encode_record(r) for r in records]
+    if producer is None:
+        return bytearray(build_batch(encoded, compression=compression))
+    return bytearray(
+        build_batch(
+            encoded,
+            compression=compression,
+            producer_id=producer.producer_id,
+            producer_epoch=producer.producer_epoch,
+            base_sequence=NO_SEQUENCE,
+            transactional=True,
+        )
+    )
+
+
+def decode_logged(batch: bytes | memoryview) -> Iterator[tuple[int, CoordinatorRecord]]:
+    """The coordinator records of one (non-control) batch with their offsets, in log order."""
+    for record in iter_records(batch):
+        decoded = decode_record(record.key, record.value)
+        if decoded is not None:
+            yield record.offset, decoded
 
 
 def decode_batch(batch: bytes | memoryview) -> Iterator[CoordinatorRecord]:
     """The coordinator records of one (non-control) batch, in log order."""
-    for record in iter_records(batch):
-        decoded = decode_record(record.key, record.value)
-        if decoded is not None:
-            yield decoded
+    for _, record in decode_logged(batch):
+        yield record

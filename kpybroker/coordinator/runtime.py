@@ -8,8 +8,11 @@ logs or the cluster metadata. It
   unloading it when leadership goes (``reconcile``, run on every metadata
   change of that topic: issue 8 moves leadership, one broker leads all);
 - deletes the committed offsets of a topic that is deleted;
+- replays the end markers of transactions written to a led partition
+  (``complete_transaction``), which commit or abort pending offsets;
 - carries out a shard's ``Effects``: appends each batch of records to the
-  partition and feeds the outcome back (``append_done``) once the high
+  partition, tells the shard where it was written (``append_written``) and
+  feeds the outcome back (``append_done``) once the high
   watermark passes it (at once on one broker; when followers have it if the
   partition is replicated, within ``offsets.commit.timeout.ms``), arms timers with
   ``loop.call_later`` (nothing polls; an idle group costs nothing), and
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import Append, Effects, SetTimer, TimerKey, Token
 from kpybroker.coordinator.loader import read_partition
-from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, encode_batch
+from kpybroker.coordinator.offsets_topic_records import encode_batch
 from kpybroker.coordinator.partitioning import partition_for
 from kpybroker.coordinator.shard import CoordinatorShard
 from kpybroker.metadata.model import ChangeKind, MetadataChange
@@ -146,9 +149,8 @@ class CoordinatorRuntime:
         try:
             partition = self.replicas.get(OFFSETS_TOPIC, index)
             chunk = self.settings.offsets_load_buffer_bytes
-            async for records in read_partition(partition.log, chunk):
-                for record in records:
-                    shard.replay(record)
+            async for entries in read_partition(partition.log, chunk):
+                shard.replay_logged(entries)
         except Exception:
             log.exception("loading %s-%d failed", OFFSETS_TOPIC, index)
             return
@@ -186,9 +188,12 @@ class CoordinatorRuntime:
 
     def shard_for(self, group_id: str) -> CoordinatorShard:
         """The shard of ``group_id``; Kafka's coordinator errors when there is none here."""
+        return self.shard_at(self.partition_for(group_id))
+
+    def shard_at(self, index: int) -> CoordinatorShard:
+        """The shard of partition ``index``; Kafka's coordinator errors when there is none here."""
         if not self.active:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        index = self.partition_for(group_id)
         shard = self.shards.get(index)
         if shard is not None:
             return shard
@@ -246,7 +251,9 @@ class CoordinatorRuntime:
         while pending:
             effects = pending.popleft()
             for append in effects.appends:
-                error, partition, end = self._append(shard.partition, append.records)
+                error, partition, end = self._append(shard.partition, append)
+                if not error:
+                    shard.append_written(append, end - len(append.records))
                 if error or partition.high_watermark >= end:
                     pending.append(shard.append_done(append, error))
                 else:  # replicated: done once the followers have it
@@ -265,14 +272,13 @@ class CoordinatorRuntime:
                 if future is not None and not future.done():
                     future.set_result(reply.result)
 
-    def _append(
-        self, index: int, records: list[CoordinatorRecord]
-    ) -> tuple[ErrorCode, Partition | None, int]:
+    def _append(self, index: int, append: Append) -> tuple[ErrorCode, Partition | None, int]:
         """Append one batch: (error, the partition, the offset the high watermark must reach)."""
         partition = None
         try:
             partition = self.replicas.leader_partition(OFFSETS_TOPIC, index)
-            batch = encode_batch(records, self.settings.offsets_topic_compression)
+            compression = self.settings.offsets_topic_compression
+            batch = encode_batch(append.records, compression, append.producer)
             result = partition.append_as_leader(batch, required_acks=-1)
         except KafkaError as exc:
             log.warning("append to %s-%d failed: %s", OFFSETS_TOPIC, index, exc)
@@ -309,6 +315,21 @@ class CoordinatorRuntime:
             self.apply(shard, shard.timer_fired(key, args))
         except Exception:
             log.exception("group coordinator timer %s failed in %r", key, shard)
+
+    # -- transactions -------------------------------------------------------------
+
+    def complete_transaction(self, index: int, producer_id: int, committed: bool) -> ErrorCode:
+        """Replay the end marker just written to partition ``index`` (nothing is appended).
+
+        While the partition loads, COORDINATOR_LOAD_IN_PROGRESS (retriable): the
+        loader may have stopped short of the marker, so it must be replayed again.
+        """
+        try:
+            shard = self.shard_at(index)
+        except KafkaError as exc:
+            return exc.code
+        shard.replay_marker(producer_id, committed)
+        return ErrorCode.NONE
 
     # -- offset expiry -------------------------------------------------------------
 

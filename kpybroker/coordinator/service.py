@@ -19,6 +19,7 @@ from kpybroker.coordinator.interface import Caller, Effects, Token
 from kpybroker.coordinator.membership import join_error
 from kpybroker.coordinator.runtime import CoordinatorRuntime
 from kpybroker.coordinator.shard import CoordinatorShard
+from kpybroker.coordinator.transactional_offsets import txn_commit_error_response
 from kpybroker.metadata.topic_names import OFFSETS_TOPIC
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
@@ -34,6 +35,10 @@ from kpybroker.protocol.messages.offset_fetch import (
     OffsetFetchResponseGroup,
 )
 from kpybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from kpybroker.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 
 if TYPE_CHECKING:
     from kpybroker.cluster.replica_manager import ReplicaManager
@@ -157,11 +162,22 @@ class GroupCoordinator:
         )
 
     def fetch_offsets(self, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+        """The group's committed offsets; pending transactional ones are not among them."""
+        return self._fetch(request, require_stable=False)
+
+    def fetch_stable_offsets(self, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+        """OffsetFetch with require_stable (v7+): a partition with a pending transactional
+        offset answers UNSTABLE_OFFSET_COMMIT, so the consumer retries once it ends."""
+        return self._fetch(request, require_stable=True)
+
+    def _fetch(
+        self, request: OffsetFetchRequestGroup, require_stable: bool
+    ) -> OffsetFetchResponseGroup:
         try:
             shard = self.runtime.shard_for(request.group_id)
         except KafkaError as exc:
             return OffsetFetchResponseGroup(group_id=request.group_id, error_code=exc.code)
-        return shard.fetch_offsets(request)
+        return shard.fetch_offsets(request, require_stable)
 
     async def delete_offsets(self, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         if not request.group_id:
@@ -171,6 +187,31 @@ class GroupCoordinator:
             lambda shard, token: shard.delete_offsets(token, request),
             lambda error: OffsetDeleteResponse(error_code=error),
         )
+
+    # -- transactional offsets ------------------------------------------------------
+
+    async def commit_transactional_offsets(
+        self, request: TxnOffsetCommitRequest
+    ) -> TxnOffsetCommitResponse:
+        """TxnOffsetCommit: the offsets stay pending until the transaction's end marker."""
+        if not request.group_id:
+            return txn_commit_error_response(request, ErrorCode.INVALID_GROUP_ID)
+        return await self._call(
+            request.group_id,
+            lambda shard, token: shard.commit_transactional(token, request),
+            lambda error: txn_commit_error_response(request, error),
+        )
+
+    async def complete_transaction(
+        self, offsets_partition: int, producer_id: int, producer_epoch: int, committed: bool
+    ) -> ErrorCode:
+        """The end marker of ``producer_id``'s transaction is in ``offsets_partition``: commit
+        or drop its pending offsets there (Kafka's ``completeTransaction``).
+
+        NOT_COORDINATOR if this broker does not hold that partition's shard. The
+        log checked ``producer_epoch`` when it wrote the marker; it is not needed here.
+        """
+        return self.runtime.complete_transaction(offsets_partition, producer_id, committed)
 
     # -- administration ---------------------------------------------------------------
 

@@ -6,10 +6,13 @@ their offsets. It is fed events and answers with ``Effects`` (see
 answer at once return their response directly (reads: OffsetFetch,
 DescribeGroups, ListGroups); the others reply through their token.
 
-A shard is built by replaying its partition's records (``replay``), then
-``loaded()`` starts the sessions of the members found there, which must
-heartbeat or rejoin in time. ``unload()`` gives the partition up (issue 8
-moves coordination with partition leadership).
+A shard is built by replaying its partition's records (``replay``) and end
+markers (``replay_marker``), then ``loaded()`` starts the sessions of the
+members found there, which must heartbeat or rejoin in time. ``unload()``
+gives the partition up (issue 8 moves coordination with partition
+leadership). Once loaded, a transaction's end marker written to the partition
+is replayed the same way (``replay_marker``): it is already in the log, so
+there is nothing to append.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from kpybroker.coordinator.interface import (
     Token,
     coordinator_error,
 )
+from kpybroker.coordinator.loader import Logged, LoggedMarker
 from kpybroker.coordinator.membership import Membership
 from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, GroupRecord, OffsetRecord
+from kpybroker.coordinator.transactional_offsets import TransactionalOffsets
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
 from kpybroker.protocol.messages.describe_groups import DescribedGroup
@@ -44,6 +49,8 @@ from kpybroker.protocol.messages.offset_fetch import (
     OffsetFetchResponseGroup,
 )
 from kpybroker.protocol.messages.sync_group import SyncGroupRequest
+from kpybroker.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+from kpybroker.protocol.records import NO_PRODUCER_ID
 
 
 def wall_clock_ms() -> int:
@@ -61,6 +68,7 @@ class CoordinatorShard:
         self.clock = clock
         self.membership = Membership(settings, clock)
         self.offsets = OffsetManager(self.membership, settings, clock)
+        self.transactions = TransactionalOffsets(self.offsets, settings, clock)
 
     def __repr__(self) -> str:
         return f"CoordinatorShard({self.partition}, groups={len(self.membership.groups)})"
@@ -100,8 +108,15 @@ class CoordinatorShard:
         self.offsets.commit(out, token, caller, request)
         return out
 
-    def fetch_offsets(self, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
-        return self.offsets.fetch(request)
+    def commit_transactional(self, token: Token, request: TxnOffsetCommitRequest) -> Effects:
+        out = Effects()
+        self.transactions.commit(out, token, request)
+        return out
+
+    def fetch_offsets(
+        self, request: OffsetFetchRequestGroup, require_stable: bool = False
+    ) -> OffsetFetchResponseGroup:
+        return self.offsets.fetch(request, require_stable)
 
     def delete_offsets(self, token: Token, request: OffsetDeleteRequest) -> Effects:
         out = Effects()
@@ -192,17 +207,37 @@ class CoordinatorShard:
         self.membership.timer_fired(out, key, args)
         return out
 
+    def append_written(self, append: Append, base_offset: int) -> None:
+        """The leader wrote the batch at ``base_offset`` (it may still fail to replicate)."""
+        append.base_offset = base_offset
+        self.offsets.written(append)
+
     def append_done(self, append: Append, error: ErrorCode) -> Effects:
         out = Effects()
         if append.on_done is not None:
             append.on_done(out, error)
         return out
 
-    def replay(self, record: CoordinatorRecord) -> None:
+    def replay(
+        self, record: CoordinatorRecord, offset: int = -1, producer_id: int = NO_PRODUCER_ID
+    ) -> None:
+        """Apply a record read at ``offset``, from a batch of ``producer_id`` if transactional."""
         if isinstance(record, OffsetRecord):
-            self.offsets.replay(record)
+            self.offsets.replay(record, offset, producer_id)
         else:
             self.membership.replay(record)
+
+    def replay_logged(self, entries: Iterable[Logged]) -> None:
+        """Apply what the loader read, in log order."""
+        for entry in entries:
+            if isinstance(entry, LoggedMarker):
+                self.replay_marker(entry.producer_id, entry.committed)
+            else:
+                self.replay(entry.record, entry.offset, entry.producer_id)
+
+    def replay_marker(self, producer_id: int, committed: bool) -> None:
+        """The end marker of ``producer_id``'s transaction: its pending offsets commit or go."""
+        self.transactions.end(producer_id, committed)
 
     def loaded(self) -> Effects:
         out = Effects()

@@ -19,6 +19,16 @@ from kpybroker.metadata.topic_names import OFFSETS_TOPIC
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.transaction_coordinator.transaction_state import TopicPartition
 
+#: Group coordinator errors a marker's sender does not expect, as it retries them.
+NOT_READY = dict.fromkeys(
+    (
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
+    ),
+    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+)
+
 
 class MarkerReplicas(Protocol):
     """The replicas' part: append one marker to a led partition, once replicated."""
@@ -64,9 +74,13 @@ class TxnMarkerWriter:
             )
             if error or topic != OFFSETS_TOPIC:
                 return error
-            return await self.groups.complete_transaction(
+            error = await self.groups.complete_transaction(
                 partition, producer_id, producer_epoch, committed
             )
+            # The transaction coordinator retries these as a leader change (Kafka's handler
+            # translates them the same way); the group coordinator replays the marker
+            # from the log when it loads the partition anyway.
+            return NOT_READY.get(error, error)
 
         errors = await asyncio.gather(*(one(topic, partition) for topic, partition in wanted))
         return dict(zip(wanted, errors, strict=True))

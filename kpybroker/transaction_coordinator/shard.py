@@ -415,9 +415,11 @@ class TransactionShard:
                 continue
             if wanted.producer_ids and current.producer_id not in wanted.producer_ids:
                 continue
-            if wanted.min_duration_ms >= 0 and (
-                current.state != TxnState.ONGOING
-                or now - current.start_timestamp_ms < wanted.min_duration_ms
+            # Kafka's duration filter: time since the start, in any state (an id that never
+            # started one, start -1, passes any filter).
+            if (
+                wanted.min_duration_ms >= 0
+                and now - current.start_timestamp_ms <= wanted.min_duration_ms
             ):
                 continue
             matches = wanted.transactional_id_matches

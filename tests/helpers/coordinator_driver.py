@@ -3,7 +3,10 @@
 ``Driver`` does what kpybroker/coordinator/runtime.py does, without an event
 loop: it applies a shard's Effects, keeps the replies by token, keeps timers
 as deadlines that ``advance()`` fires in order, and "appends" records to a
-list (or fails the appends with ``fail_appends``).
+list (or fails the appends with ``fail_appends``). Given a ``PartitionLog``
+it also writes them there as the runtime would, so that a test can load the
+partition back; ``end_transaction`` writes a transaction's end marker and
+replays it, as the WriteTxnMarkers path does.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from collections import deque
 from typing import Any
 
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
-from kpybroker.coordinator.interface import Caller, Effects, SetTimer, TimerKey
-from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord
+from kpybroker.coordinator.interface import Append, Caller, Effects, SetTimer, TimerKey
+from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, encode_batch
 from kpybroker.coordinator.shard import CoordinatorShard
-from kpybroker.protocol.errors import ErrorCode
+from kpybroker.log.partition_log import PartitionLog
+from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.consumer_protocol_subscription import (
     ConsumerProtocolSubscription,
 )
@@ -29,6 +33,11 @@ from kpybroker.protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from kpybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from kpybroker.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 
 SETTINGS = CoordinatorSettings(initial_rebalance_delay_ms=0, min_session_timeout_ms=1000)
 SESSION_MS = 10_000
@@ -95,14 +104,49 @@ def commit_request(
     )
 
 
+def txn_commit_request(
+    offsets: dict[tuple[str, int], int],
+    *,
+    producer_id: int = 1000,
+    producer_epoch: int = 0,
+    group: str = "g",
+    member_id: str = "",
+    generation: int = -1,
+    instance_id: str | None = None,
+    metadata: str | None = "",
+) -> TxnOffsetCommitRequest:
+    """A TxnOffsetCommit of ``offsets``; generation -1 and no member: not checked (v0-2)."""
+    topics: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, []).append(
+            TxnOffsetCommitRequestPartition(
+                partition_index=partition, committed_offset=offset, committed_metadata=metadata
+            )
+        )
+    return TxnOffsetCommitRequest(
+        transactional_id="txn",
+        group_id=group,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
+        group_instance_id=instance_id,
+        topics=[TxnOffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in topics.items()],
+    )
+
+
 class Driver:
-    def __init__(self, settings: CoordinatorSettings = SETTINGS) -> None:
+    def __init__(
+        self, settings: CoordinatorSettings = SETTINGS, plog: PartitionLog | None = None
+    ) -> None:
         self.now = START_MS
         self.settings = settings
         self.shard = CoordinatorShard(0, settings, clock=lambda: self.now)
         self.replies: dict[int, Any] = {}
         self.timers: dict[TimerKey, tuple[int, tuple[int, ...]]] = {}
         self.log: list[CoordinatorRecord] = []
+        self.plog = plog
+        self.end_offset = 0  # of the list log, markers included, when there is no plog
         self.fail_appends: ErrorCode | None = None
         self.tokens = itertools.count(1)
 
@@ -115,7 +159,10 @@ class Driver:
             for append in effects.appends:
                 error = self.fail_appends or ErrorCode.NONE
                 if not error:
-                    self.log.extend(append.records)
+                    try:
+                        self.shard.append_written(append, self.write(append))
+                    except KafkaError as exc:
+                        error = exc.code
                 pending.append(self.shard.append_done(append, error))
             for op in effects.timers:
                 self.timers.pop(op.key, None)
@@ -124,6 +171,25 @@ class Driver:
             for reply in effects.replies:
                 assert reply.token not in self.replies, f"token {reply.token} replied twice"
                 self.replies[reply.token] = reply.result
+
+    def write(self, append: Append) -> int:
+        """Write an append's records; the offset of the first (the real log's if there is one)."""
+        if self.plog is not None:
+            batch = encode_batch(append.records, 0, append.producer)
+            base = self.plog.append(batch, 0).base_offset
+        else:
+            base = self.end_offset
+            self.end_offset += len(append.records)
+        self.log.extend(append.records)
+        return base
+
+    def end_transaction(self, producer_id: int, committed: bool, producer_epoch: int = 0) -> None:
+        """Write the end marker of the producer's transaction, then replay it in the shard."""
+        if self.plog is not None:
+            self.plog.append_txn_marker(producer_id, producer_epoch, 0, committed, 0)
+        else:
+            self.end_offset += 1
+        self.shard.replay_marker(producer_id, committed)
 
     def send(self, method: str, *args: Any) -> int:
         """Feed ``shard.<method>(token, *args)``; return the token."""
@@ -198,6 +264,10 @@ class Driver:
         return self.send(
             "commit", Caller("admin", "/127.0.0.1", version), commit_request(offsets, **kw)
         )
+
+    def txn_commit(self, offsets: dict[tuple[str, int], int], **kw: Any) -> int:
+        """TxnOffsetCommit (``kw``: see ``txn_commit_request``); returns the token."""
+        return self.send("commit_transactional", txn_commit_request(offsets, **kw))
 
     def stable_group(self, members: int = 1, group: str = "g") -> tuple[int, list[str]]:
         """Join and sync ``members`` members: (generation, member IDs, the leader first)."""

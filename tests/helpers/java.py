@@ -70,8 +70,10 @@ def java_command(
     heap: str = "256m",
     log_level: str = "WARN",
     jvm_options: Sequence[str] = TOOL_JVM_OPTIONS,
+    classes: Sequence[Path] = (),
 ) -> list[str]:
-    """``java -cp '<lib>/*' <main_class> args...`` with a small heap and stderr logging."""
+    """``java -cp '<lib>/*' <main_class> args...`` with a small heap and stderr logging;
+    ``classes`` are further classpath entries (a test's own compiled classes)."""
     return [
         java_executable(),
         f"-Xmx{heap}",
@@ -81,7 +83,7 @@ def java_command(
         f"-Dkpybroker.log.level={log_level}",
         *jvm_options,
         "-cp",
-        f"{lib}/*",
+        ":".join([f"{lib}/*", *map(str, classes)]),
         main_class,
         *args,
     ]

@@ -18,7 +18,13 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 
@@ -199,3 +205,69 @@ def test_open_transaction_is_aborted_after_a_kill(txn_broker: ManagedBroker, top
         if "after-restart" in seen:
             break
     assert seen == ["before-kill", "after-restart"]
+
+
+def test_consume_transform_produce_commits_offsets_in_the_transaction(
+    txn_broker: ManagedBroker,
+) -> None:
+    """The exactly-once loop: read, write, and commit the consumed offsets in one transaction.
+
+    The first run processes half the input and aborts its last transaction; a second
+    run with the same group and transactional id resumes from the committed offsets.
+    Every input record is in the output exactly once, and the group's committed
+    offsets are the input's end.
+    """
+    bootstrap = txn_broker.bootstrap
+    source, sink = f"src-{uuid.uuid4().hex[:6]}", f"dst-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, source)
+    create_topic(bootstrap, sink)
+    plain = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(300):
+        plain.produce(source, value=f"in-{i}", partition=i % PARTITIONS)
+    assert plain.flush(30) == 0
+
+    def run(limit: int, abort_last: bool) -> int:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "ctp",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            }
+        )
+        producer = transactional_producer(bootstrap, "ctp-app")
+        consumer.subscribe([source])
+        done = 0
+        try:
+            deadline = time.monotonic() + 60
+            while done < limit and time.monotonic() < deadline:
+                batch = consumer.consume(20, 1.0)
+                if not batch:
+                    continue
+                producer.begin_transaction()
+                for message in batch:
+                    assert message.error() is None, message.error()
+                    producer.produce(sink, value=message.value().decode().replace("in", "out"))
+                producer.send_offsets_to_transaction(
+                    consumer.position(consumer.assignment()), consumer.consumer_group_metadata()
+                )
+                last = done + len(batch) >= limit
+                if last and abort_last:
+                    producer.abort_transaction(30)
+                    return done
+                producer.commit_transaction(30)
+                done += len(batch)
+            return done
+        finally:
+            consumer.close()
+
+    first = run(150, abort_last=True)
+    assert 0 < first < 300
+    run(300 - first, abort_last=False)
+    out = read_all(bootstrap, sink, "read_committed")
+    assert sorted(out) == sorted(f"out-{i}" for i in range(300))
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("ctp")])
+    committed = offsets["ctp"].result(30).topic_partitions
+    assert sum(tp.offset for tp in committed) == 300

@@ -133,6 +133,20 @@ def test_a_batch_kafka_cannot_walk_fails_the_whole_produce() -> None:
     assert (part.base_offset, part.log_start_offset) == (-1, -1)
 
 
+def test_transactional_records_without_a_transactional_id_fail_the_whole_produce() -> None:
+    records = build_batch(
+        [NewRecord(None, b"v")], producer_id=5, producer_epoch=0, base_sequence=0,
+        transactional=True,
+    )  # fmt: skip
+    [part] = call(services(), produce_request("t", records), 9).responses[0].partition_responses
+    # Kafka's error answer has no message (ProduceRequest.getErrorResponse).
+    assert (part.error_code, part.error_message) == (
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        None,
+    )
+    assert (part.base_offset, part.log_start_offset) == (-1, -1)
+
+
 def test_produce_by_an_unknown_topic_id() -> None:
     request = produce_request("", build_batch([NewRecord(None, b"v")]), topic_id=uuid.uuid4().bytes)
     [part] = call(services(), request, 13).responses[0].partition_responses

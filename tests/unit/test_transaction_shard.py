@@ -257,7 +257,14 @@ def test_describe_and_list() -> None:
     driver.now += 5_000
     long_running = ListFilter(min_duration_ms=4_000)
     assert len(list(driver.shard.list_transactions(long_running))) == 1
-    assert list(driver.shard.list_transactions(ListFilter(min_duration_ms=6_000))) == []
+    assert list(driver.shard.list_transactions(ListFilter(min_duration_ms=5_000))) == []
+    driver.end(producer, commit=True)  # a finished transaction counts from its start too
+    assert len(list(driver.shard.list_transactions(long_running))) == 1
+    other = driver.init("never-started")
+    assert other.error == ErrorCode.NONE
+    ages_ago = ListFilter(min_duration_ms=100_000)
+    ids = {t.transactional_id for t in driver.shard.list_transactions(ages_ago)}
+    assert ids == {"never-started"}  # start time -1 passes any duration
 
 
 def test_records_round_trip_in_kafkas_format() -> None:

@@ -147,6 +147,14 @@ class Groups(Protocol):
 
     async def delete_groups(self, group_ids: list[str]) -> list[Any]: ...
 
+    def fetch_stable_offsets(self, request: Any) -> Any: ...
+
+    async def commit_transactional_offsets(self, request: Any) -> Any: ...
+
+    async def complete_transaction(
+        self, offsets_partition: int, producer_id: int, producer_epoch: int, committed: bool
+    ) -> ErrorCode: ...
+
 
 class ClusterView(Protocol):
     """The cluster as the metadata shows it, and its stored configs (``cluster.view``)."""
