@@ -16,7 +16,7 @@ import pytest
 import kpybroker.apis  # noqa: F401  (registers the handlers)
 from kpybroker.apis.support.registry import REGISTRY
 
-from . import error_paths, scenarios, whole_answers  # noqa: F401  (register the scenarios)
+from . import error_paths, scenarios, transactions, whole_answers  # noqa: F401  (register the scenarios)
 from .allowlist import compare, judge, load
 from .nullable import NOT_ON_ONE_NODE, NULLABLE, nullable_fields, observed
 from .probe import ABSENT, SCENARIOS, Probe
