@@ -20,7 +20,6 @@ from kpybroker.coordinator.membership import join_error
 from kpybroker.coordinator.runtime import CoordinatorRuntime
 from kpybroker.coordinator.shard import CoordinatorShard
 from kpybroker.coordinator.transactional_offsets import txn_commit_error_response
-from kpybroker.metadata.topic_names import OFFSETS_TOPIC
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
 from kpybroker.protocol.messages.describe_groups import DescribedGroup
@@ -79,7 +78,7 @@ class GroupCoordinator:
 
     async def ensure_offsets_topic(self) -> None:
         """Create ``__consumer_offsets`` the coordinator's way (offsets.topic.*), if missing."""
-        await self.runtime.ensure_offsets_topic()
+        await self.runtime.ensure_topic()
 
     # -- FindCoordinator ------------------------------------------------------------
 
@@ -89,17 +88,7 @@ class GroupCoordinator:
 
     async def find_coordinator(self, group_id: str) -> tuple[ErrorCode, int]:
         """(error, broker id) of the leader of the group's partition, creating the topic first."""
-        if not self.runtime.active:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-        try:
-            await self.runtime.ensure_offsets_topic()
-        except KafkaError:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-        topic = self.topics.get(OFFSETS_TOPIC)
-        state = topic.partitions.get(self.runtime.partition_for(group_id)) if topic else None
-        if state is None or state.leader not in self.cluster.live_brokers():
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-        return ErrorCode.NONE, state.leader
+        return await self.runtime.coordinator_of(group_id)
 
     # -- membership -------------------------------------------------------------------
 

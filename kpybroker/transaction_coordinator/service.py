@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
-from kpybroker.metadata.topic_names import TRANSACTION_STATE_TOPIC
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.transaction_coordinator.effects import Effects, Token
 from kpybroker.transaction_coordinator.marker_channel import MarkerChannel
@@ -87,18 +86,7 @@ class TransactionCoordinator:
 
     async def find_coordinator(self, transactional_id: str) -> tuple[ErrorCode, int]:
         """(error, broker id) of the leader of the id's partition, creating the topic first."""
-        if not self.runtime.active:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-        try:
-            await self.runtime.ensure_topic()
-        except KafkaError:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
-        index = self.runtime.partition_for(transactional_id)
-        state = topic.partitions.get(index) if topic else None
-        if state is None or state.leader not in self.cluster.live_brokers():
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-        return ErrorCode.NONE, state.leader
+        return await self.runtime.coordinator_of(transactional_id)
 
     # -- the producer's requests --------------------------------------------------------------
 

@@ -5,37 +5,28 @@ Value: int16 version, then ``TransactionLogValue``; a null value is the
 tombstone of an expired id. Kafka writes value version 0 under transaction
 version 1 (and 1, flexible with tagged fields, under version 2), with null
 partitions in the Empty state, and so does this module, so a log directory
-reads the same in either broker.
-
-A partition is read from its start to its end in chunks of
-``transaction.state.log.load.buffer.size``, yielding to the event loop
-between chunks; a record that cannot be decoded is logged and skipped.
+reads the same in either broker. ``decode_batch`` reads one batch back
+(the runtime reads the partition with ``partition_runtime.read_partition``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import struct
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kpybroker.protocol.errors import KafkaError
 from kpybroker.protocol.messages.transaction_log_key import TransactionLogKey
 from kpybroker.protocol.messages.transaction_log_value import (
     PartitionsSchema,
     TransactionLogValue,
 )
-from kpybroker.protocol.records import NewRecord, build_batch, iter_batches, iter_records
+from kpybroker.protocol.records import BatchHeader, NewRecord, build_batch, iter_records
 from kpybroker.transaction_coordinator.transaction_state import TxnFields, TxnState
-
-log = logging.getLogger(__name__)
 
 _VERSION = struct.Struct(">h")
 KEY_VERSION = 0
 VALUE_VERSION_WRITTEN = 0
-LOADING_ERRORS = (KafkaError, ValueError, IndexError, UnicodeDecodeError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,26 +98,9 @@ def encode_batch(records: Iterable[TxnRecord]) -> bytearray:
     return bytearray(build_batch([encode_record(r) for r in records]))
 
 
-async def read_partition(plog: object, chunk_bytes: int) -> AsyncIterator[list[TxnRecord]]:
-    """Yield the records of ``plog`` (a PartitionLog), chunk by chunk."""
-    offset = plog.log_start_offset  # type: ignore[attr-defined]
-    end = plog.log_end_offset  # type: ignore[attr-defined]
-    while offset < end:
-        data = plog.read(offset, chunk_bytes, end).read_bytes()  # type: ignore[attr-defined]
-        if not data:
-            break
-        records: list[TxnRecord] = []
-        view = memoryview(data)
-        for pos, header in iter_batches(data):
-            offset = header.last_offset + 1
-            if header.is_control:
-                continue
-            try:
-                for record in iter_records(view[pos : pos + header.size]):
-                    decoded = decode_record(record.key, record.value)
-                    if decoded is not None:
-                        records.append(decoded)
-            except LOADING_ERRORS as exc:
-                log.error("%s: skipping the batch at offset %d: %s", plog, header.base_offset, exc)
-        yield records
-        await asyncio.sleep(0)
+def decode_batch(header: BatchHeader, batch: memoryview) -> list[TxnRecord]:
+    """The records of one batch of ``__transaction_state`` (a control batch has none)."""
+    if header.is_control:
+        return []
+    decoded = (decode_record(r.key, r.value) for r in iter_records(batch))
+    return [record for record in decoded if record is not None]

@@ -28,6 +28,7 @@ class FakePartition:
 
     def __init__(self) -> None:
         self.is_leader = True
+        self.leader_epoch = 0
         self.batches: list[bytes] = []
         self.high_watermark = 0
         self.acks: list[tuple[int, asyncio.Future]] = []

@@ -13,8 +13,9 @@ import asyncio
 from pathlib import Path
 
 from kpybroker.coordinator.group import DEAD
-from kpybroker.coordinator.loader import read_partition
+from kpybroker.coordinator.loader import decode_logged_batch
 from kpybroker.coordinator.offsets_topic_records import OffsetRecord
+from kpybroker.coordinator.partition_runtime import read_partition
 from kpybroker.coordinator.runtime import CoordinatorRuntime
 from kpybroker.coordinator.service import GroupCoordinator
 from kpybroker.coordinator.shard import CoordinatorShard
@@ -286,7 +287,7 @@ def reload(plog: PartitionLog) -> CoordinatorShard:
 
     async def load() -> CoordinatorShard:
         shard = CoordinatorShard(0, SETTINGS)
-        async for entries in read_partition(plog, 1 << 20):
+        async for entries in read_partition(plog, 1 << 20, decode_logged_batch):
             shard.replay_logged(entries)
         return shard
 
