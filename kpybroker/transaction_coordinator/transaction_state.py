@@ -165,33 +165,26 @@ class TransactionMetadata:
                 bumped, last = current.producer_epoch, current.last_producer_epoch
             else:
                 return None
-        return self._prepare(
-            replace(
-                current,
-                producer_epoch=bumped,
-                last_producer_epoch=last,
-                timeout_ms=timeout_ms,
-                state=TxnState.EMPTY,
-                partitions=frozenset(),
-                start_timestamp_ms=-1,
-                last_update_timestamp_ms=now_ms,
-                previous_producer_id=current.producer_id,
-            )
-        )
+        return self._prepare_init(current.producer_id, bumped, last, timeout_ms, now_ms)
 
     def prepare_new_producer_id(
         self, producer_id: int, timeout_ms: int, now_ms: int, *, keep_last_epoch: bool
     ) -> TxnFields:
         """InitProducerId when the epoch is exhausted: a fresh id at epoch 0."""
+        last = self.current.producer_epoch if keep_last_epoch else NO_PRODUCER_EPOCH
+        return self._prepare_init(producer_id, 0, last, timeout_ms, now_ms)
+
+    def _prepare_init(
+        self, producer_id: int, epoch: int, last_epoch: int, timeout_ms: int, now_ms: int
+    ) -> TxnFields:
+        """The Empty state InitProducerId leaves: no partitions, no transaction started."""
         current = self.current
         return self._prepare(
             replace(
                 current,
                 producer_id=producer_id,
-                producer_epoch=0,
-                last_producer_epoch=current.producer_epoch
-                if keep_last_epoch
-                else NO_PRODUCER_EPOCH,
+                producer_epoch=epoch,
+                last_producer_epoch=last_epoch,
                 timeout_ms=timeout_ms,
                 state=TxnState.EMPTY,
                 partitions=frozenset(),

@@ -83,9 +83,6 @@ class FakeReplicas:
         self.partitions: dict[tuple[str, int], FakePartition] = {}
         self.elsewhere: set[tuple[str, int]] = set()
         self.ids: dict[bytes, str] = {}
-        #: ``write_txn_marker`` calls, and the error each partition answers (default NONE).
-        self.markers: list[tuple[str, int, int, int, int, bool]] = []
-        self.marker_errors: dict[tuple[str, int], ErrorCode] = {}
 
     def knows(self, topic: str, index: int) -> bool:
         return (topic, index) in self.partitions or (topic, index) in self.elsewhere
@@ -112,21 +109,6 @@ class FakeReplicas:
 
     def topic_name(self, topic_id: bytes) -> str | None:
         return self.ids.get(topic_id)
-
-    async def write_txn_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        committed: bool,
-        timeout_ms: int = 30_000,
-    ) -> ErrorCode:
-        self.markers.append(
-            (topic, partition, producer_id, producer_epoch, coordinator_epoch, committed)
-        )
-        return self.marker_errors.get((topic, partition), ErrorCode.NONE)
 
     async def wait_for_append(self, partitions: Any, timeout: float, **_: Any) -> bool:
         return False

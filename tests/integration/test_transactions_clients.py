@@ -29,6 +29,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 
 from tests.helpers.brokers import BrokerFactory, ManagedBroker
+from tests.helpers.reading import read_to_end
 
 PARTITIONS = 3
 FAST_TIMEOUTS = {
@@ -52,36 +53,7 @@ def transactional_producer(bootstrap: str, transactional_id: str, **extra: objec
 
 def read_all(bootstrap: str, topic: str, isolation: str, *, timeout: float = 20.0) -> list[str]:
     """Every record value of ``topic`` up to the end its consumer can see, in offset order."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"reader-{uuid.uuid4().hex}",
-            "auto.offset.reset": "earliest",
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        consumer.subscribe([topic])
-        values: list[tuple[int, int, str]] = []
-        at_end: set[int] = set()
-        deadline = time.monotonic() + timeout
-        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                assert error.code() == KafkaError._PARTITION_EOF, error
-                at_end.add(message.partition())
-                continue
-            at_end.discard(message.partition())
-            values.append((message.partition(), message.offset(), message.value().decode()))
-        assert len(at_end) == PARTITIONS, f"only partitions {at_end} reached their end"
-        return [value for _, _, value in sorted(values)]
-    finally:
-        consumer.close()
+    return [r.value for r in read_to_end(bootstrap, topic, PARTITIONS, isolation, timeout=timeout)]
 
 
 @pytest.fixture
@@ -195,10 +167,10 @@ def test_open_transaction_is_aborted_after_a_kill(txn_broker: ManagedBroker, top
     txn_broker.kill()
     txn_broker.restart()
     # The coordinator reloads the open transaction and aborts it once its timeout passes.
-    deadline = time.monotonic() + 30
     plain = Producer({"bootstrap.servers": bootstrap})
     plain.produce(topic, value="after-restart", partition=0)
-    plain.flush(30)
+    assert plain.flush(60) == 0
+    deadline = time.monotonic() + 60
     seen: list[str] = []
     while time.monotonic() < deadline:
         seen = read_all(bootstrap, topic, "read_committed", timeout=10)

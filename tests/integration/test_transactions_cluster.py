@@ -8,10 +8,11 @@ the data partitions, restarting each. Every transaction's outcome is
 recorded as the producer learned it: committed, aborted, or uncertain (the
 commit call failed, so the transaction may or may not have committed).
 
-The check, with a read_committed consumer at the end: every committed
-record is there exactly once, no aborted record is, and an uncertain
-transaction is there whole or not at all; with read_uncommitted, no record
-appears twice (the producer is idempotent too).
+A read_committed consumer watches the topic throughout. The checks: it never
+sees an aborted record, nor any record twice; at the end, read again from
+the start, every committed record is there exactly once, no aborted record
+is, and an uncertain transaction is there whole or not at all; with
+read_uncommitted, no record appears twice (the producer is idempotent too).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka import TopicPartition as TP
 
 from kpybroker.coordinator.partitioning import partition_for
+from tests.helpers.reading import read_to_end
 from tests.helpers.replication_cluster import ReplicatedCluster, cluster, wait_for, zookeeper
 
 __all__ = ["cluster", "zookeeper"]  # fixtures
@@ -126,34 +128,40 @@ class TransactionalLoop:
         wait_for(lambda: self.finished >= target, f"{transactions} more transactions", timeout)
 
 
+class Watcher:
+    """A read_committed consumer reading the topic while the test runs."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "watcher",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
+        )
+        self.consumer.assign([TP(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        self.seen: list[str] = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run, name="watcher", daemon=True)
+
+    def run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                for message in self.consumer.consume(100, 0.5):
+                    if message.error() is None:
+                        self.seen.append(message.value().decode())
+        finally:
+            self.consumer.close()
+
+    def stop(self) -> list[str]:
+        self.stopping.set()
+        self.thread.join(30)
+        return self.seen
+
+
 def read_back(bootstrap: str, isolation: str) -> list[str]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{isolation}",
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        consumer.assign([TP(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        values, at_end = [], set()
-        deadline = time.monotonic() + 60
-        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-                at_end.add(message.partition())
-                continue
-            at_end.discard(message.partition())
-            values.append(message.value().decode())
-        assert len(at_end) == PARTITIONS, "the read did not reach every partition's end"
-        return values
-    finally:
-        consumer.close()
+    return [r.value for r in read_to_end(bootstrap, TOPIC, PARTITIONS, isolation)]
 
 
 def kill_and_restart(cluster: ReplicatedCluster, broker: int) -> None:
@@ -165,6 +173,8 @@ def kill_and_restart(cluster: ReplicatedCluster, broker: int) -> None:
 @pytest.mark.parametrize("cluster", [TRANSACTIONAL], indirect=True)
 def test_coordinator_and_leader_failover(cluster: ReplicatedCluster) -> None:
     cluster.create_topic(TOPIC, PARTITIONS, 3)
+    watcher = Watcher(cluster.bootstrap)
+    watcher.thread.start()
     loop = TransactionalLoop(cluster.bootstrap)
     loop.thread.start()
     loop.wait_for(5)
@@ -186,13 +196,18 @@ def test_coordinator_and_leader_failover(cluster: ReplicatedCluster) -> None:
     loop.thread.join(120)
     assert not loop.thread.is_alive()
     cluster.wait_for_full_isr(TOPIC, PARTITIONS)
+    watched = Counter(watcher.stop())
 
     outcomes = loop.outcomes
     print(
         f"transactions: {len(outcomes.committed)} committed, {len(outcomes.aborted)} aborted, "
         f"{len(outcomes.uncertain)} uncertain; producer errors: {outcomes.errors}"
     )
+    assert [v for v, n in watched.items() if n > 1] == [], "the watcher saw records twice"
+    never_committed = {v for txn in outcomes.aborted for v in txn}
+    assert never_committed.isdisjoint(watched), "the watcher saw aborted records"
     committed_view = Counter(read_back(cluster.bootstrap, "read_committed"))
+    assert set(watched) <= set(committed_view), "the watcher saw records later undone"
     duplicated = [v for v, n in committed_view.items() if n > 1]
     assert duplicated == [], "records read twice"
     lost = [v for txn in outcomes.committed for v in txn if v not in committed_view]

@@ -25,11 +25,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.helpers.brokers import BrokerFactory, ManagedBroker
 from tests.helpers.java import java_command
+from tests.helpers.reading import read_to_end
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -122,34 +123,11 @@ def produce_text(bootstrap: str, lines: int, seed: int) -> Counter[str]:
 
 def read_counts(bootstrap: str) -> dict[str, list[int]]:
     """Every committed output record, per word, in offset order."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex}",
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        consumer.subscribe(["counts"])
-        counts: dict[str, list[int]] = defaultdict(list)
-        at_end: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-                at_end.add(message.partition())
-                continue
-            at_end.discard(message.partition())
-            counts[message.key().decode()].append(int(message.value()))
-        return counts
-    finally:
-        consumer.close()
+    counts: dict[str, list[int]] = defaultdict(list)
+    for record in read_to_end(bootstrap, "counts", PARTITIONS, "read_committed"):
+        assert record.key is not None
+        counts[record.key].append(int(record.value))
+    return counts
 
 
 def wait_for_output(bootstrap: str, app: StreamsApp, done: object, timeout: float) -> dict:

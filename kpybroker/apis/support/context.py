@@ -61,17 +61,6 @@ class Replicas(Protocol):
 
     def topic_name(self, topic_id: bytes) -> str | None: ...
 
-    async def write_txn_marker(
-        self,
-        topic: str,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        committed: bool,
-        timeout_ms: int = ...,
-    ) -> ErrorCode: ...
-
     async def wait_for_append(
         self,
         partitions: Iterable[Partition],
