@@ -227,3 +227,57 @@ def test_admin_create_describe_delete(bootstrap: str, topic_name: str) -> None:
             await admin.close()
 
     run(scenario)
+
+
+def test_transactions_commit_abort_and_offsets(bootstrap: str, topic_name: str) -> None:
+    """A transactional producer (InitProducerId v1, AddPartitionsToTxn, EndTxn) commits and
+    aborts; read_committed sees the committed records only; send_offsets_to_transaction
+    (AddOffsetsToTxn, TxnOffsetCommit) commits a group's offsets with the transaction."""
+
+    async def scenario() -> None:
+        await create_topic(bootstrap, topic_name, 2)
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="aio-txn")
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(10):
+                    await producer.send(topic_name, b"committed-%d" % i, partition=i % 2)
+            await producer.begin_transaction()
+            for i in range(4):
+                await producer.send(topic_name, b"aborted-%d" % i, partition=i % 2)
+            await producer.abort_transaction()
+            async with producer.transaction():
+                await producer.send(topic_name, b"with-offsets", partition=0)
+                await producer.send_offsets_to_transaction(
+                    {TopicPartition(topic_name, 0): 5}, "aio-txn-group"
+                )
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+        )
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition(topic_name, p) for p in range(2)])
+            seen: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while len(seen) < 11 and time.monotonic() < deadline:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    seen.extend(r.value for r in records)
+            await asyncio.sleep(1)  # anything aborted would arrive with the rest
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                seen.extend(r.value for r in records)
+        finally:
+            await consumer.stop()
+        assert sorted(seen) == sorted([b"committed-%d" % i for i in range(10)] + [b"with-offsets"])
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            offsets = await admin.list_consumer_group_offsets("aio-txn-group")
+        finally:
+            await admin.close()
+        assert offsets[TopicPartition(topic_name, 0)].offset == 5
+
+    run(scenario)

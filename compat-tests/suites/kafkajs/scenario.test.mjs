@@ -213,6 +213,43 @@ describe('kafkajs', () => {
     );
   });
 
+  test('a transaction commits records and offsets; an aborted one stays invisible', TIMEOUT, async () => {
+    const txnTopic = unique('kafkajs-txn');
+    const offsetsGroup = unique('kafkajs-txn-offsets');
+    await admin.createTopics({ topics: [{ topic: txnTopic, numPartitions: 2 }], waitForLeaders: true });
+    const producer = kafka.producer({
+      transactionalId: unique('kafkajs-txn-id'),
+      idempotent: true,
+      maxInFlightRequests: 1,
+    });
+    await producer.connect();
+    try {
+      const committed = await producer.transaction();
+      await committed.send({
+        topic: txnTopic,
+        messages: Array.from({ length: 8 }, (_, i) => ({ partition: i % 2, value: `committed-${i}` })),
+      });
+      await committed.sendOffsets({
+        consumerGroupId: offsetsGroup,
+        topics: [{ topic: txnTopic, partitions: [{ partition: 0, offset: '3' }] }],
+      });
+      await committed.commit();
+      const aborted = await producer.transaction();
+      await aborted.send({ topic: txnTopic, messages: [{ partition: 0, value: 'aborted' }] });
+      await aborted.abort();
+    } finally {
+      await producer.disconnect();
+    }
+    // KafkaJS consumers read committed records only unless readUncommitted is set.
+    const { seen } = await consumeInGroup(unique('kafkajs-txn-reader'), txnTopic, 8);
+    assert.deepEqual(
+      seen.map((m) => m.value).sort(),
+      Array.from({ length: 8 }, (_, i) => `committed-${i}`).sort(),
+    );
+    const offsets = await admin.fetchOffsets({ groupId: offsetsGroup, topics: [txnTopic] });
+    assert.equal(offsets[0].partitions.find((p) => p.partition === 0).offset, '3');
+  });
+
   test('admin seeks a group, finds offsets by timestamp, and deletes', TIMEOUT, async () => {
     const groupId = unique('kafkajs-admin');
     await consumeInGroup(groupId, topic, 450);
