@@ -3,6 +3,7 @@
 scripts/bench                  # the full plan: issue 7's workloads, 3 rounds (~15 min)
 scripts/bench --quick          # every step with small counts (~1-2 min); for CI's smoke
 scripts/bench --rounds 5 --output /tmp/perf
+scripts/bench --only transactions   # just workloads 6 and 7 (output: a temporary directory)
 """
 
 from __future__ import annotations
@@ -34,7 +35,15 @@ from benchlib.brokers import (
 from benchlib.plan import FULL, QUICK, Plan
 from benchlib.procstat import describe_machine
 from benchlib.results import KAFKA, Results
-from benchlib.workloads import STARTUP, WARM_UP, Step, Workloads
+from benchlib.workloads import (
+    ALL_WORKLOADS,
+    SELECTIONS,
+    STARTUP,
+    W5,
+    WARM_UP,
+    Step,
+    Workloads,
+)
 from tests.helpers.java import fetch_kafka_lib, java_executable
 from tests.helpers.process import REPO_ROOT
 
@@ -54,7 +63,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--output",
         type=Path,
         help="directory for performance.md and performance.png (default: docs/, or a "
-        "temporary directory with --quick, so a quick run never replaces the real figures)",
+        "temporary directory with --quick or --only, so such a run never replaces the "
+        "real figures)",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=sorted(SELECTIONS),
+        metavar="WORKLOAD",
+        help="run only these workloads (the warm-up always runs; both brokers still start): "
+        + ", ".join(f"{key} ({' and '.join(names)})" for key, names in SELECTIONS.items()),
     )
     parser.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib)")
     parser.add_argument(
@@ -93,12 +111,12 @@ def run_round(
     try:
         for broker in brokers:
             progress(f"{where} {broker.label}: {STARTUP}")
-            workloads.startup(broker, results)
+            workloads.startup(broker, results if STARTUP in workloads.selected else Results())
         for index, step in enumerate(steps):
             for broker in in_turn(brokers, index):
                 progress(f"{where} {broker.label}: {step.workload} {step.case}")
                 step.run(broker, results)
-        for broker in in_turn(brokers, len(steps)):
+        for broker in in_turn(brokers, len(steps)) if W5 in workloads.selected else []:
             progress(f"{where} {broker.label}: 5 scale {workloads.scale_case}")
             workloads.scale(broker, results)
             broker.kill()  # its data is thrown away: no need for a clean shutdown
@@ -178,13 +196,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rounds:
         plan = dataclasses.replace(plan, rounds=args.rounds)
     output = args.output or (
-        Path(tempfile.mkdtemp(prefix="kpybroker-bench-")) if args.quick else DEFAULT_OUTPUT
+        Path(tempfile.mkdtemp(prefix="kpybroker-bench-"))
+        if args.quick or args.only
+        else DEFAULT_OUTPUT
+    )
+    selected = (
+        frozenset(name for key in args.only for name in SELECTIONS[key])
+        if args.only
+        else ALL_WORKLOADS
     )
     lib = fetch_kafka_lib()
     compile_kpybroker()
     started, clock = datetime.datetime.now(datetime.UTC), time.monotonic()
     results = Results()
-    workloads = Workloads(plan, lib)
+    workloads = Workloads(plan, lib, selected)
     profiles: list[profiling.Profile] = []
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="kpybroker-bench-") as tmp:

@@ -1,7 +1,8 @@
 """Kafka's own performance tools, run as Kafka's scripts run them, and their output parsed.
 
 * ``ProducerPerformance`` (``kafka-producer-perf-test.sh``): the final summary line;
-  its latency is from ``send()`` to the acknowledgement, per record.
+  its latency is from ``send()`` to the acknowledgement, per record. With a
+  transactional id it commits a transaction every ``--transaction-duration-ms``.
 * ``ConsumerPerformance`` (``kafka-consumer-perf-test.sh``): the CSV line; the
   ``fetch.*`` columns exclude the group join, so they measure the broker's fetch path.
 * ``EndToEndLatency`` (``kafka-e2e-latency.sh``): one record at a time, produce
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import re
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,9 +59,24 @@ class ProducerResult:
 
 
 def producer_performance(
-    lib: Path, bootstrap: str, topic: str, records: int, record_size: int, timeout: float
+    lib: Path,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    record_size: int,
+    timeout: float,
+    transaction_duration_ms: int | None = None,
 ) -> ProducerResult:
-    """acks=all, unthrottled, every other producer setting at its default."""
+    """acks=all, unthrottled, every other producer setting at its default; with
+    ``transaction_duration_ms``, transactional (a new transactional id per run)."""
+    transactions = (
+        []
+        if transaction_duration_ms is None
+        else [
+            "--transactional-id", f"bench-{uuid.uuid4().hex[:12]}",
+            "--transaction-duration-ms", str(transaction_duration_ms),
+        ]
+    )  # fmt: skip
     out = run_perf_tool(
         lib,
         PRODUCER_PERFORMANCE,
@@ -68,6 +85,7 @@ def producer_performance(
             "--num-records", str(records),
             "--record-size", str(record_size),
             "--throughput", "-1",
+            *transactions,
             "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all",
         ],
         timeout,
@@ -93,21 +111,34 @@ class ConsumerResult:
 
 
 def consumer_performance(
-    lib: Path, bootstrap: str, topic: str, records: int, timeout: float
+    lib: Path,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    timeout: float,
+    consumer_config: dict[str, str] | None = None,
 ) -> ConsumerResult:
-    """Read ``records`` from the beginning in a new group; ToolError unless all arrive."""
-    out = run_perf_tool(
-        lib,
-        CONSUMER_PERFORMANCE,
-        [
-            "--bootstrap-server", bootstrap,
-            "--topic", topic,
-            "--messages", str(records),
-            "--group", f"bench-{uuid.uuid4().hex[:12]}",
-            "--timeout", "60000",
-        ],
-        timeout,
-    )  # fmt: skip
+    """Read ``records`` from the beginning in a new group; ToolError unless all arrive.
+    ``consumer_config`` goes to the tool in a ``--consumer.config`` file."""
+    with tempfile.TemporaryDirectory(prefix="bench-consumer-") as tmp:
+        config = []
+        if consumer_config:
+            path = Path(tmp) / "consumer.properties"
+            path.write_text("".join(f"{key}={value}\n" for key, value in consumer_config.items()))
+            config = ["--consumer.config", str(path)]
+        out = run_perf_tool(
+            lib,
+            CONSUMER_PERFORMANCE,
+            [
+                "--bootstrap-server", bootstrap,
+                "--topic", topic,
+                "--messages", str(records),
+                "--group", f"bench-{uuid.uuid4().hex[:12]}",
+                "--timeout", "60000",
+                *config,
+            ],
+            timeout,
+        )  # fmt: skip
     lines = [line for line in out.splitlines() if line.strip()]
     header = next((i for i, line in enumerate(lines) if line.startswith("start.time")), None)
     if header is None or header + 1 >= len(lines):

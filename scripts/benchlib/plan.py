@@ -35,6 +35,44 @@ class ProduceCase:
 
 
 @dataclass(frozen=True)
+class AbortedTopic:
+    """Workload 7: a topic written in transactions, ``1 in abort_every`` of them aborted, read
+    back ``read_committed``. Record ``i`` is in transaction ``i // per_transaction`` and
+    partition ``i % partitions``, so every transaction writes to every partition."""
+
+    records: int
+    record_size: int
+    partitions: int
+    per_transaction: int
+    abort_every: int = 10
+
+    @property
+    def transactions(self) -> int:
+        return -(-self.records // self.per_transaction)
+
+    def aborted(self, index: int) -> bool:
+        """Whether record ``index`` is in an aborted transaction."""
+        return (index // self.per_transaction) % self.abort_every == self.abort_every - 1
+
+    @property
+    def committed(self) -> int:
+        return sum(1 for i in range(self.records) if not self.aborted(i))
+
+    @property
+    def label(self) -> str:
+        return (
+            f"{self.committed:,} of {self.records:,} x {format_size(self.record_size)} "
+            f"committed, {self.partitions} partitions, 1 in {self.abort_every} of "
+            f"{self.transactions:,} transactions aborted"
+        )
+
+    @property
+    def megabytes(self) -> float:
+        """Committed payload, in MB: what a read_committed consumer moves."""
+        return self.committed * self.record_size / 1e6
+
+
+@dataclass(frozen=True)
 class Plan:
     """Sizes of every workload of one run."""
 
@@ -55,6 +93,13 @@ class Plan:
     scale_hot_records: int
     metadata_requests: int
     idle_settle_s: float
+    #: Workload 6: ProducerPerformance with a transactional id, once per transaction duration.
+    txn_produce_case: ProduceCase
+    txn_durations_ms: tuple[int, ...]
+    #: Records of the unrecorded transactional warm-up (0: none).
+    txn_warmup_records: int
+    #: Workload 7.
+    aborted_topic: AbortedTopic
 
     @property
     def scale_partitions(self) -> int:
@@ -87,6 +132,10 @@ FULL = Plan(
     scale_hot_records=1_000_000,
     metadata_requests=20,
     idle_settle_s=2.0,
+    txn_produce_case=ProduceCase(1_000_000, 100, 6),
+    txn_durations_ms=(100, 1000),
+    txn_warmup_records=200_000,
+    aborted_topic=AbortedTopic(1_000_000, 100, 6, per_transaction=1_000),
 )
 
 QUICK = Plan(
@@ -106,6 +155,10 @@ QUICK = Plan(
     scale_hot_records=20_000,
     metadata_requests=5,
     idle_settle_s=0.5,
+    txn_produce_case=ProduceCase(20_000, 100, 6),
+    txn_durations_ms=(100, 1000),
+    txn_warmup_records=0,
+    aborted_topic=AbortedTopic(20_000, 100, 6, per_transaction=500),
 )
 
 #: Both brokers: consumer groups form at once (Kafka's shipped config/server.properties

@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("kpybroker/cluster/", "partitions"),
     ("kpybroker/log/", "log: segments, indexes"),
     ("kpybroker/coordinator/", "group coordinator"),
+    ("kpybroker/transaction_coordinator/", "transaction coordinator"),
     ("kpybroker/", "kpybroker, other"),
     ("asyncio/", "event loop and socket I/O (uvloop, C)"),
     ("", "other Python"),

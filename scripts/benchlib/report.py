@@ -219,7 +219,8 @@ def settings_lines(settings: dict[str, str]) -> list[str]:
 
 
 def method_lines(info: RunInfo) -> list[str]:
-    plan = info.plan
+    plan, txn, spec = info.plan, info.plan.txn_produce_case, info.plan.aborted_topic
+    durations = " and ".join(f"{d:,}" for d in plan.txn_durations_ms)
     return [
         f"- {plan.rounds} round(s). Each round starts both brokers afresh (empty data "
         "directories), warms both up with an unrecorded ProducerPerformance and "
@@ -256,6 +257,29 @@ def method_lines(info: RunInfo) -> list[str]:
         "- Startup: from spawning the process to the first ApiVersions answer (a probe "
         "connects every 5 ms), with an empty data directory. Idle RSS: "
         f"{plan.idle_settle_s:g} s later, no client connected.",
+        f"- Workload 6: ProducerPerformance as in workload 1 ({txn.label}), with "
+        "`--transactional-id <a new id per run> --transaction-duration-ms <d>` for d = "
+        f"{durations} ms: the tool sends in a transaction and commits it once d ms have "
+        "passed (`commitTransaction` flushes, then waits for EndTxn and its markers), then "
+        "begins the next. Records/s includes the commits; latency is per record, as in "
+        "workload 1. Before the first of them, both brokers get an unrecorded transactional "
+        f"ProducerPerformance and read_committed ConsumerPerformance run "
+        f"({plan.txn_warmup_records:,} records), which also creates `__transaction_state`.",
+        f"- Workload 7: the topic ({spec.records:,} x {spec.record_size} B, "
+        f"{spec.partitions} partitions) is written by confluent-kafka with a "
+        f"`transactional.id` (acks=all, linger.ms=5), {spec.per_transaction:,} records per "
+        f"transaction, record i to partition i mod {spec.partitions}, so every transaction "
+        "leaves a data batch or more and a marker in each partition. One transaction in "
+        f"{spec.abort_every} is flushed and then aborted, so its records are in the log as "
+        "aborted batches (and in the aborted-transaction index), between committed ones; "
+        "the others are committed. The write's throughput is shown, without a target. "
+        "Then `ConsumerPerformance --consumer.config <file>`, the file setting "
+        "`isolation.level=read_committed`, reads the committed count in a new group "
+        "(figures as in workload 2). The step fails unless it reads exactly that many, and "
+        "unless a read_committed confluent-kafka consumer, reading every partition to its "
+        "end after the clock has stopped, gets each committed record once with its content "
+        "and none of the aborted ones (ConsumerPerformance stops at the count it is given, "
+        "so it could not see an extra record itself).",
         "- CPU per MB: the broker process's user + system CPU time (`/proc/<pid>/stat`, "
         "all threads) over the step, per MB (10^6 bytes) of record payload moved. CPU use: "
         "the same CPU time over the seconds the records were moving (as the client timed "

@@ -31,6 +31,22 @@ W3 = "3 EndToEndLatency"
 W4 = "4 confluent-kafka"
 W5 = "5 scale"
 STARTUP = "5 startup"
+W6 = "6 ProducerPerformance, transactional"
+W7 = "7 ConsumerPerformance, read_committed"
+
+#: ``--only``'s names for the workloads: what each selects.
+SELECTIONS: dict[str, tuple[str, ...]] = {
+    "startup": (STARTUP,),
+    "produce-consume": (W1, W2),
+    "e2e": (W3,),
+    "librdkafka": (W4,),
+    "scale": (W5,),
+    "transactions": (W6, W7),
+}
+ALL_WORKLOADS: frozenset[str] = frozenset(w for ws in SELECTIONS.values() for w in ws)
+
+#: What workload 7's ConsumerPerformance reads with (its ``--consumer.config``).
+READ_COMMITTED = {"isolation.level": "read_committed"}
 
 MB = 1e6
 
@@ -78,20 +94,38 @@ class Step:
 class Workloads:
     """The steps of one round, for one plan, with Kafka's tools from ``lib``."""
 
-    def __init__(self, plan: Plan, lib: Path) -> None:
+    def __init__(self, plan: Plan, lib: Path, selected: frozenset[str] = ALL_WORKLOADS) -> None:
         self.plan = plan
         self.lib = lib
+        #: The workloads this run records (``--only``); the others do not run.
+        self.selected = selected
 
     def steps(self) -> list[Step]:
-        """Warm-up, then workloads 1 to 4, in the order the rounds run them."""
-        steps = [Step(WARM_UP, "", self.warm_up)] if self.plan.warmup_records else []
-        for index, case in enumerate(self.plan.produce_cases):
-            topic = f"perf-{index}"
-            produce = Step(W1, case.label, self.producer_step(case, topic))
-            steps.append(produce)
-            steps.append(Step(W2, case.label, self.consumer_step(case, topic), produce))
-        steps.append(Step(W3, self.e2e_case, self.end_to_end))
-        steps.append(Step(W4, self.librdkafka_case, self.librdkafka))
+        """Warm-up, then workloads 1 to 4, 6 and 7 as selected, in the order the rounds run
+        them (a selected step's prerequisite is always selected with it)."""
+        plan, chosen = self.plan, self.selected
+        steps = [Step(WARM_UP, "", self.warm_up)] if plan.warmup_records else []
+        for index, case in enumerate(plan.produce_cases):
+            if W1 in chosen:
+                topic = f"perf-{index}"
+                produce = Step(W1, case.label, self.producer_step(case, topic))
+                steps.append(produce)
+                steps.append(Step(W2, case.label, self.consumer_step(case, topic), produce))
+        if W3 in chosen:
+            steps.append(Step(W3, self.e2e_case, self.end_to_end))
+        if W4 in chosen:
+            steps.append(Step(W4, self.librdkafka_case, self.librdkafka))
+        if W6 in chosen:
+            if plan.txn_warmup_records:
+                steps.append(Step(WARM_UP, "transactions", self.warm_up_transactions))
+            for duration_ms in plan.txn_durations_ms:
+                steps.append(
+                    Step(W6, self.txn_case(duration_ms), self.txn_producer_step(duration_ms))
+                )
+            spec = plan.aborted_topic
+            write = Step(W7, spec.label, self.write_aborted_topic)
+            steps.append(write)
+            steps.append(Step(W7, f"{spec.label}, read", self.read_committed, write))
         return steps
 
     # -- warm-up ------------------------------------------------------------------
@@ -104,6 +138,19 @@ class Workloads:
         bootstrap, records = broker.bootstrap, self.plan.warmup_records
         javatools.producer_performance(self.lib, bootstrap, "warm-up", records, 100, TOOL_TIMEOUT_S)
         javatools.consumer_performance(self.lib, bootstrap, "warm-up", records, TOOL_TIMEOUT_S)
+
+    def warm_up_transactions(self, broker: Measured, _results: Results) -> None:
+        """Once, unrecorded, before the transactional workloads: both brokers create
+        ``__transaction_state`` and the JVM compiles the transactional paths (and Kafka's
+        read_committed fetch)."""
+        create_topics(broker.bootstrap, {"warm-up-txn": 6})
+        bootstrap, records = broker.bootstrap, self.plan.txn_warmup_records
+        javatools.producer_performance(
+            self.lib, bootstrap, "warm-up-txn", records, 100, TOOL_TIMEOUT_S, 100
+        )
+        javatools.consumer_performance(
+            self.lib, bootstrap, "warm-up-txn", records, TOOL_TIMEOUT_S, READ_COMMITTED
+        )
 
     # -- workloads 1 and 2 ----------------------------------------------------------
 
@@ -237,6 +284,89 @@ class Workloads:
                 megabytes / seconds,
             )
             record_cpu(results, W4, f"{case}, {phase}", label, cpu, seconds, megabytes)
+
+    # -- workloads 6 and 7 ---------------------------------------------------------
+
+    def txn_case(self, duration_ms: int) -> str:
+        return f"{self.plan.txn_produce_case.label}, --transaction-duration-ms {duration_ms}"
+
+    def txn_producer_step(self, duration_ms: int) -> Callable[[Measured, Results], None]:
+        """ProducerPerformance as in workload 1, committing every ``duration_ms``."""
+        case, name = self.plan.txn_produce_case, self.txn_case(duration_ms)
+        topic = f"txn-{duration_ms}"
+
+        def run(broker: Measured, results: Results) -> None:
+            create_topics(broker.bootstrap, {topic: case.partitions})
+            result, cpu = with_cpu(
+                broker,
+                lambda: javatools.producer_performance(
+                    self.lib,
+                    broker.bootstrap,
+                    topic,
+                    case.records,
+                    case.record_size,
+                    TOOL_TIMEOUT_S,
+                    duration_ms,
+                ),
+            )
+            label = broker.label
+            for metric, value in (
+                (Metric(W6, name, "throughput", "records/s", Better.HIGHER, ratio_target=True),
+                 result.records_per_s),
+                (Metric(W6, name, "throughput", "MB/s", Better.HIGHER), result.mb_per_s),
+                (Metric(W6, name, "avg latency", "ms", Better.LOWER), result.avg_latency_ms),
+                (Metric(W6, name, "p99 latency", "ms", Better.LOWER, ratio_target=True),
+                 result.p99_latency_ms),
+            ):  # fmt: skip
+                results.add(metric, label, value)
+            active = case.records / result.records_per_s
+            record_cpu(results, W6, name, label, cpu, active, case.megabytes)
+
+        return run
+
+    def write_aborted_topic(self, broker: Measured, results: Results) -> None:
+        """Workload 7's data: confluent-kafka, 9 transactions of 10 committed (informative)."""
+        spec = self.plan.aborted_topic
+        create_topics(broker.bootstrap, {"txn-aborted": spec.partitions})
+        seconds = librdkafka.produce_transactions(broker.bootstrap, "txn-aborted", spec)
+        results.add(
+            Metric(W7, spec.label, "transactional write (confluent-kafka)", "records/s",
+                   Better.HIGHER),
+            broker.label,
+            spec.records / seconds,
+        )  # fmt: skip
+
+    def read_committed(self, broker: Measured, results: Results) -> None:
+        """ConsumerPerformance with read_committed over the topic with aborted transactions;
+        it must read the committed count, and a read_committed librdkafka consumer (after
+        the clock) must find exactly the committed records, none aborted."""
+        spec = self.plan.aborted_topic
+        name = f"{spec.label}, read"
+        result, cpu = with_cpu(
+            broker,
+            lambda: javatools.consumer_performance(
+                self.lib,
+                broker.bootstrap,
+                "txn-aborted",
+                spec.committed,
+                TOOL_TIMEOUT_S,
+                READ_COMMITTED,
+            ),
+        )
+        librdkafka.read_committed_and_verify(broker.bootstrap, "txn-aborted", spec)
+        label = broker.label
+        results.add(
+            Metric(W7, name, "fetch throughput", "MB/s", Better.HIGHER, ratio_target=True),
+            label,
+            result.fetch_mb_per_s,
+        )
+        results.add(
+            Metric(W7, name, "fetch throughput", "records/s", Better.HIGHER),
+            label,
+            result.fetch_records_per_s,
+        )
+        active = spec.committed / result.fetch_records_per_s
+        record_cpu(results, W7, name, label, cpu, active, spec.megabytes)
 
     # -- workload 5 -----------------------------------------------------------------
 

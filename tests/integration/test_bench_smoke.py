@@ -24,6 +24,8 @@ WORKLOADS = (
     "3 EndToEndLatency",
     "4 confluent-kafka",
     "5 scale",
+    "6 ProducerPerformance, transactional",
+    "7 ConsumerPerformance, read_committed",
 )
 
 
