@@ -1,10 +1,11 @@
-"""FindCoordinator (key 10): which broker coordinates a group.
+"""FindCoordinator (key 10): which broker coordinates a group or a transactional id.
 
 Versions: 0 names a group; 1 adds the key type (0 group, 1 transaction) and
 an error message; 2 is the same; 3 is flexible; 4 takes a batch of keys and
 answers each with its own node and error (Java's admin client looks up many
-groups at once). 5 (transaction verification errors) and 6 (share-group
-keys) are not implemented.
+groups at once); 5 only lets the answer be TRANSACTION_ABORTABLE (KIP-890),
+which this broker never gives, so it is 4's. 6 (share-group keys) is not
+implemented.
 
 As in Kafka, the first lookup creates ``__consumer_offsets``. Kafka answers
 that lookup COORDINATOR_NOT_AVAILABLE and the client retries; here the
@@ -65,7 +66,7 @@ def no_coordinator(key: str, error: ErrorCode, message: str = "") -> Coordinator
     )
 
 
-@api(find_coordinator, 0, 4)
+@api(find_coordinator, 0, 5)
 async def handle_find_coordinator(
     ctx: RequestContext, request: FindCoordinatorRequest
 ) -> FindCoordinatorResponse:
