@@ -22,12 +22,14 @@ class AiokafkaSuite(PytestSuite):
     name = "aiokafka"
     title = "aiokafka"
     summary = (
-        "producers with each codec and idempotent; a two-member consumer group with commits; admin"
+        "producers with each codec, idempotent and transactional; a two-member consumer group "
+        "with commits; admin"
     )
     what = (
         "AIOKafkaProducer with each codec and with enable_idempotence (acks=all, concurrent "
         "sends, no duplicates); two AIOKafkaConsumers sharing a group (disjoint assignments, "
-        "each record once, commits, resume); admin create/describe/delete"
+        "each record once, commits, resume); admin create/describe/delete; a transactional "
+        "producer that commits, aborts and sends offsets, read back read_committed"
     )
     test_timeout = 120.0
     run_timeout = 600.0

@@ -16,11 +16,15 @@ NODE_MAJOR = 20
 class KafkaJsSuite(Suite):
     name = "kafkajs"
     title = "KafkaJS"
-    summary = "admin, gzip and idempotent producers, a consumer group with auto and manual commits"
+    summary = (
+        "admin, gzip, idempotent and transactional producers, a consumer group with auto and "
+        "manual commits"
+    )
     what = (
         "admin createTopics/fetchTopicMetadata/fetchOffsets/setOffsets/describeGroups/"
         "deleteGroups/deleteTopics; gzip and idempotent producers (acks=-1); a consumer group "
-        "reading everything once, auto and manual commits, resume from a commit"
+        "reading everything once, auto and manual commits, resume from a commit; a "
+        "transaction committing records and group offsets, and an aborted one left unread"
     )
     run_timeout = 300.0
 
