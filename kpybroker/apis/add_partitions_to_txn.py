@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 
-from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.context import RequestContext, TopicPartition
 from kpybroker.apis.support.producer_fencing import fenced_error_for
 from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode
@@ -35,7 +35,6 @@ from kpybroker.transaction_coordinator.shard import ProducerIdAndEpoch
 
 BATCHED_FROM = 4
 PRODUCER_FENCED_FROM = 2
-TopicPartition = tuple[str, int]
 
 
 def requested(topics: Iterable[AddPartitionsToTxnTopic]) -> list[TopicPartition]:

@@ -25,9 +25,9 @@ from kpybroker.protocol.messages.init_producer_id import (
     InitProducerIdResponse,
 )
 from kpybroker.transaction_coordinator.shard import ProducerIdAndEpoch
+from kpybroker.transaction_coordinator.transaction_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 PRODUCER_FENCED_FROM = 4
-NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
 
 
 @api(init_producer_id, 0, 5)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.context import RequestContext, TopicPartition
 from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import write_txn_markers
@@ -26,8 +26,6 @@ from kpybroker.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-
-TopicPartition = tuple[str, int]
 
 
 async def write_marker(ctx: RequestContext, marker: WritableTxnMarker) -> WritableTxnMarkerResult:

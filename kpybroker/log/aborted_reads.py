@@ -13,7 +13,6 @@ takes the next offset index entry, a little further; either covers the data).
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -25,14 +24,11 @@ if TYPE_CHECKING:
 
 
 def collect_aborted(
-    segments: Sequence[Segment], start_offset: int, upper_bound_offset: int, first: int = -1
+    segments: Sequence[Segment], first: int, start_offset: int, upper_bound_offset: int
 ) -> list[AbortedTxn]:
     """Every aborted transaction with a marker at or after ``start_offset`` and a first offset
-    below ``upper_bound_offset``, searching from segment ``first`` (default: the one
-    holding ``start_offset``)."""
-    if first < 0:
-        bases = [segment.base_offset for segment in segments]
-        first = max(0, bisect_right(bases, start_offset) - 1)
+    below ``upper_bound_offset``, searching from segment ``first`` (the one holding
+    ``start_offset``)."""
     found: list[AbortedTxn] = []
     for segment in segments[first:]:
         result = segment.txn_index.collect(start_offset, upper_bound_offset)
@@ -43,16 +39,29 @@ def collect_aborted(
 
 
 def aborted_in_read(
-    segments: Sequence[Segment], log_end_offset: int, fetch_offset: int, fd: int, end: int
+    segments: Sequence[Segment],
+    first: int,
+    log_end_offset: int,
+    fetch_offset: int,
+    fd: int,
+    end: int,
 ) -> list[AbortedTxn]:
-    """The aborted transactions a consumer needs to filter a read from ``fetch_offset`` that
-    returned segment file ``fd`` up to position ``end``."""
-    bases = [segment.base_offset for segment in segments]
-    floor = max(0, bisect_right(bases, fetch_offset) - 1)
+    """The aborted transactions a consumer needs to filter a read from ``fetch_offset``
+    (in segment ``first``) that returned segment file ``fd`` up to position ``end``.
+
+    Without an abort marker at or after the fetch offset (a topic without aborted
+    transactions) the answer is empty and nothing is read.
+    """
+    if not any(
+        txn.last_offset >= fetch_offset
+        for segment in segments[first:]
+        for txn in segment.txn_index.entries[-1:]  # ordered by marker offset
+    ):
+        return []
     # The read starts in the segment holding the fetch offset, or a later one after a gap.
-    index = next((i for i in range(floor, len(segments)) if segments[i].fd == fd), None)
+    index = next((i for i in range(first, len(segments)) if segments[i].fd == fd), None)
     if index is None:  # not a slice of this log's segments: search up to the log end
-        return collect_aborted(segments, fetch_offset, log_end_offset)
+        return collect_aborted(segments, first, fetch_offset, log_end_offset)
     segment = segments[index]
     if segment.size - end >= BATCH_HEADER_SIZE:
         upper = segment.read_header(end).base_offset
@@ -60,4 +69,4 @@ def aborted_in_read(
         upper = segments[index + 1].base_offset
     else:
         upper = log_end_offset
-    return collect_aborted(segments, fetch_offset, upper, index)
+    return collect_aborted(segments, index, fetch_offset, upper)

@@ -510,7 +510,8 @@ class PartitionLog:
     ) -> list[AbortedTxn]:
         """Aborted transactions with a marker at or after ``start_offset`` and a first offset
         below ``upper_bound_offset``, across segments (``collectAbortedTransactions``)."""
-        return collect_aborted(self.segments, start_offset, upper_bound_offset)
+        first = self._segment_index(start_offset)
+        return collect_aborted(self.segments, first, start_offset, upper_bound_offset)
 
     def aborted_transactions(self, fetch_offset: int, result: ReadResult) -> list[AbortedTxn]:
         """The aborted transactions overlapping the batches of ``result`` (a read from
@@ -519,7 +520,10 @@ class PartitionLog:
             return []
         part = result.parts[0]
         end = part.position + part.length
-        return aborted_in_read(self.segments, self.log_end_offset, fetch_offset, part.fd, end)
+        first = self._segment_index(fetch_offset)
+        return aborted_in_read(
+            self.segments, first, self.log_end_offset, fetch_offset, part.fd, end
+        )
 
     # -- removing data ----------------------------------------------------------
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
+from kpybroker.log.producer_state import NO_PRODUCER_EPOCH
+from kpybroker.protocol.records import NO_PRODUCER_ID
+
 #: An epoch this high cannot be bumped again: the producer gets a new id (Kafka's
 #: ``isEpochExhausted``: Short.MaxValue - 1).
 EXHAUSTED_EPOCH = 32_766
