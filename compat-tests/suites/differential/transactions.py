@@ -194,16 +194,17 @@ def send(p: Probe, producer: Producer, topic: str, partition: int, values: list[
 
 @scenario
 def find_coordinator_transactional(p: Probe) -> None:
-    """FindCoordinator key type 1 (a transactional id) at v1-v4, one and two ids at v4."""
+    """FindCoordinator key type 1 (a transactional id) at v1-v5, one and two ids at v4 and v5."""
     tid = "diff-fct"
     ready_txn_coordinator(p, tid)
-    for v in (1, 2, 3, 4):
+    for v in (1, 2, 3, 4, 5):
         request = find_coordinator.FindCoordinatorRequest(
             key=tid, key_type=1, coordinator_keys=[tid]
         )
         p.answer(f"v{v}/transactional id", request, v)
     both = find_coordinator.FindCoordinatorRequest(key_type=1, coordinator_keys=[tid, "diff-fct-2"])
-    p.answer("v4/two transactional ids", both, 4)
+    for v in (4, 5):
+        p.answer(f"v{v}/two transactional ids", both, v)
 
 
 @scenario
