@@ -41,6 +41,10 @@ from kpybroker.producer_ids import ProducerIdManager
 from kpybroker.server.listener import bound_port, start_listener
 from kpybroker.topic_admin import TopicManager
 from kpybroker.transaction_coordinator.marker_writer import TxnMarkerWriter
+from kpybroker.transaction_coordinator.partition_verifier import (
+    PartitionVerifier,
+    VerifierSettings,
+)
 from kpybroker.transaction_coordinator.service import TransactionCoordinator
 from kpybroker.transaction_coordinator.transaction_settings import TransactionSettings
 
@@ -83,6 +87,7 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.coordinator: GroupCoordinator | None = None
         self.transactions: TransactionCoordinator | None = None
+        self.txn_verifier: PartitionVerifier | None = None
         self.view: ClusterView | None = None
         self.services: Services | None = None
         self.cluster_id: str | None = None
@@ -129,6 +134,12 @@ class Broker:
             self.producer_ids,
             markers,
         )
+        self.txn_verifier = PartitionVerifier(
+            self.broker_id,
+            self.transactions,
+            self.replicas.inter_broker_address,
+            VerifierSettings.from_config(config),
+        )
         self.services = Services(
             replicas=self.replicas,
             topics=self.topics,
@@ -139,6 +150,7 @@ class Broker:
             producer_ids=self.producer_ids,
             transactions=self.transactions,
             txn_markers=markers,
+            txn_verifier=self.txn_verifier,
             config=current_config,
             metadata_answers=TopicAnswers(),
         )
@@ -197,6 +209,8 @@ class Broker:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.txn_verifier is not None:
+            self.txn_verifier.close()
         if self.transactions is not None:
             await self.transactions.stop()
         await self.replicas.stop()

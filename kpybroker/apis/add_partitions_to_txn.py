@@ -71,7 +71,8 @@ async def add_or_verify(
     transactions = ctx.services.transactions
     if verify_only:
         return transactions.verify_partitions(transactional_id, producer, partitions)
-    error = await transactions.add_partitions(transactional_id, producer, partitions)
+    version = 2 if ctx.api_version >= BATCHED_FROM else 1
+    error = await transactions.add_partitions(transactional_id, producer, partitions, version)
     error = fenced_error_for(ctx.api_version, error, PRODUCER_FENCED_FROM)
     return dict.fromkeys(partitions, error)
 

@@ -2,9 +2,16 @@
 
 v0-2 have an empty request; v3 added the client's software name and version
 (checked against Kafka's pattern, INVALID_REQUEST otherwise) and made the
-message flexible; v4 only lets features with a minimum of 0 be listed. The
-response always travels with header v0 (see protocol/framing.py). A request
-newer than v4 is answered in dispatch, before it gets here.
+message flexible and added the features; v4 only lets features with a
+minimum of 0 be listed. The response always travels with header v0 (see
+protocol/framing.py). A request newer than v4 is answered in dispatch,
+before it gets here.
+
+The one feature is ``transaction.version`` (levels 0-2; 2 is KIP-890's
+epoch bump at every transaction and implicit partition addition), finalized
+at the broker's ``transaction.version`` setting: clients such as Kafka's
+own use version 2 only when it is finalized. A level of 0 is not listed as
+finalized, as in Kafka.
 """
 
 from __future__ import annotations
@@ -19,9 +26,19 @@ from kpybroker.protocol.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
     ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
 )
 
 SOFTWARE_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+TRANSACTION_VERSION = "transaction.version"
+#: The levels of ``transaction.version`` this broker implements.
+TRANSACTION_VERSION_LEVELS = (0, 2)
+FEATURES_FROM = 3
+#: Older clients fail on a supported feature whose minimum is 0 (KAFKA-17492).
+MIN_LEVEL_0_FROM = 4
+#: The finalized levels come from the static config: they never change while it runs.
+FINALIZED_FEATURES_EPOCH = 0
 
 
 def advertised_versions() -> list[ApiVersion]:
@@ -41,4 +58,13 @@ async def handle_api_versions(
     ):
         # Kafka's error response lists no APIs; librdkafka then retries with v0.
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=advertised_versions())
+    response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=advertised_versions())
+    if ctx.api_version >= FEATURES_FROM:
+        low, high = TRANSACTION_VERSION_LEVELS
+        if low > 0 or ctx.api_version >= MIN_LEVEL_0_FROM:
+            response.supported_features = [SupportedFeatureKey(TRANSACTION_VERSION, low, high)]
+        level = ctx.services.config().get(TRANSACTION_VERSION)
+        if level:
+            response.finalized_features = [FinalizedFeatureKey(TRANSACTION_VERSION, level, level)]
+        response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH
+    return response

@@ -6,8 +6,11 @@ state; a retry of a completed EndTxn is answered NONE, a commit of an
 aborting transaction (or the reverse) INVALID_TXN_STATE, as Kafka.
 Versions: 2 lets the answer be PRODUCER_FENCED (older clients get
 INVALID_PRODUCER_EPOCH), 3 is flexible, 4 only adds TRANSACTION_ABORTABLE.
-5 (an epoch bump at every transaction, transaction version 2) is not
-implemented: the broker does not advertise ``transaction.version`` 2.
+5 is transaction version 2 (KIP-890): the coordinator bumps the epoch at
+every EndTxn and answers with the producer id and epoch the client goes on
+with (-1 and -1 with an error); an abort with no transaction open is then
+allowed. The version of the request decides, as in Kafka, whatever the
+broker advertises as finalized.
 """
 
 from __future__ import annotations
@@ -20,13 +23,22 @@ from kpybroker.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from kpybroker.transaction_coordinator.shard import ProducerIdAndEpoch
 
 PRODUCER_FENCED_FROM = 2
+TRANSACTION_VERSION_2_FROM = 5
 
 
-@api(end_txn, 0, 4)
+@api(end_txn, 0, 5)
 async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
-    error = await ctx.services.transactions.end_txn(
+    version_2 = ctx.api_version >= TRANSACTION_VERSION_2_FROM
+    result = await ctx.services.transactions.end_txn(
         request.transactional_id,
         ProducerIdAndEpoch(request.producer_id, request.producer_epoch),
         request.committed,
+        2 if version_2 else 1,
     )
-    return EndTxnResponse(error_code=fenced_error_for(ctx.api_version, error, PRODUCER_FENCED_FROM))
+    response = EndTxnResponse(
+        error_code=fenced_error_for(ctx.api_version, result.error, PRODUCER_FENCED_FROM)
+    )
+    if version_2:
+        response.producer_id = result.producer_id
+        response.producer_epoch = result.producer_epoch
+    return response

@@ -13,11 +13,10 @@ topics, a batch Kafka's iterator cannot walk (which fails the whole request),
 and transactional batches, which need the request's transactional id
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request otherwise, as
 Kafka's ``hasTransactionalRecords`` check; like Kafka it looks at each
-partition's first batch). The partition's producer state then checks the
-transaction itself. KIP-890's verification of the partition with the
-coordinator before the first write (``transaction.partition.verification.enable``)
-is not implemented: the first transactional write opens the transaction in
-the partition, as with the setting off. Every check
+partition's first batch). A producer's first transactional write to a
+partition is first verified with, or from v12 added by, the transaction's
+coordinator (KIP-890, ``apis.support.txn_verification``); the partition's
+producer state then checks the transaction itself. Every check
 of a partition's batch is ``kpybroker.log.produce_validator``'s, whose docstring
 gives their order: count, size, CRC, magic and zstd, then recompression into
 the topic's compression.type, both called here before the append, then the
@@ -40,6 +39,11 @@ from typing import NamedTuple
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.leadership import HINTED_ERRORS, leader_endpoints
 from kpybroker.apis.support.registry import CloseConnection, api
+from kpybroker.apis.support.txn_verification import (
+    Verified,
+    verification_applies,
+    verify_first_writes,
+)
 from kpybroker.cluster.partition import Partition
 from kpybroker.log.produce_validator import (
     RecordValidationError,
@@ -91,9 +95,15 @@ class Appended(NamedTuple):
 
 
 def produce_partition(
-    ctx: RequestContext, topic: str, index: int, data: memoryview | None, acks: int
+    ctx: RequestContext,
+    topic: str,
+    index: int,
+    data: memoryview | None,
+    acks: int,
+    verified: Verified | None = None,
 ) -> tuple[PartitionProduceResponse, Appended | None]:
-    """Append one partition's batch; the answer, and what was appended."""
+    """Append one partition's batch; the answer, and what was appended. ``verified`` is
+    a transactional first write's guard, or the error its verification failed with."""
     services = ctx.services
     response = PartitionProduceResponse(index=index)
     partition = None
@@ -103,10 +113,13 @@ def produce_partition(
             raise KafkaError(
                 ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
             )
+        if type(verified) is ErrorCode:
+            # As Kafka: a failed verification reports no log start offset.
+            raise KafkaError(verified)
         partition = services.replicas.leader_partition(topic, index)
         config = partition.log.config
         batch = validate_produced(data, config, ctx.api_version)
-        result = partition.append_as_leader(in_topic_codec(batch, config), required_acks=acks)
+        result = partition.append_as_leader(in_topic_codec(batch, config), acks, verified)
     except KafkaError as exc:
         response.error_code = exc.code
         response.base_offset = -1
@@ -165,6 +178,14 @@ def first_batch_transactional(data: memoryview | bytes | None) -> bool:
     return bool(data[records.ATTRIBUTES_OFFSET + 1] & records.TRANSACTIONAL_MASK)
 
 
+def topic_names(ctx: RequestContext, request: ProduceRequest) -> list[str | None]:
+    """Each topic's name; from v13 looked up by id (None when unknown)."""
+    if ctx.api_version < TOPIC_IDS_FROM:
+        return [topic.name for topic in request.topic_data]
+    found = (ctx.services.topics.by_id(topic.topic_id) for topic in request.topic_data)
+    return [None if topic is None else topic.name for topic in found]
+
+
 def refuse_all(request: ProduceRequest, code: ErrorCode, message: str | None) -> ProduceResponse:
     """Every partition answered with one error, as Kafka's ``getErrorResponse`` when the
     request itself fails."""
@@ -215,14 +236,21 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         # Kafka's error response carries no message here (its exception's text is the
         # error's default, which ApiError leaves out).
         return refuse_all(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
-    by_id = ctx.api_version >= TOPIC_IDS_FROM
+    names = topic_names(ctx, request)
+    verified: dict[tuple[str, int], Verified] = {}
+    if request.transactional_id is not None and verification_applies(ctx):
+        first_writes = {
+            (name, pd.index): pd.records
+            for name, topic_data in zip(names, request.topic_data, strict=True)
+            if name is not None
+            for pd in topic_data.partition_data
+            if first_batch_transactional(pd.records)
+        }
+        if first_writes:
+            verified = await verify_first_writes(ctx, request.transactional_id, first_writes)
     responses = []
     appended = []
-    for topic_data in request.topic_data:
-        name = topic_data.name
-        if by_id:
-            topic = ctx.services.topics.by_id(topic_data.topic_id)
-            name = None if topic is None else topic.name
+    for name, topic_data in zip(names, request.topic_data, strict=True):
         parts = []
         for pd in topic_data.partition_data:
             if acks not in VALID_ACKS:
@@ -230,7 +258,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             elif name is None:
                 error = ErrorCode.UNKNOWN_TOPIC_ID
             else:
-                part, batch = produce_partition(ctx, name, pd.index, pd.records, acks)
+                part, batch = produce_partition(
+                    ctx, name, pd.index, pd.records, acks, verified.get((name, pd.index))
+                )
                 if batch is not None and acks == -1:
                     appended.append(batch)
                 parts.append(part)

@@ -9,10 +9,14 @@ COORDINATOR_LOAD_IN_PROGRESS: older ones are told COORDINATOR_NOT_AVAILABLE,
 as in Kafka, since 0.11-2.0 clients could crash on it); 3 (KIP-447) is
 flexible and carries the member ID, generation and group.instance.id, which
 the coordinator checks when given; 4 only adds TRANSACTION_ABORTABLE. 5 is
-transaction version 2, in which the group coordinator adds the offsets
-partition to the transaction itself, and 6 names topics by ID: neither is
-implemented (this broker finalizes transaction version 1 only, and clients
-use v4 at most with it).
+transaction version 2 (KIP-890): its clients send no AddOffsetsToTxn, and
+the group's ``__consumer_offsets`` partition is added to the transaction
+here, by asking the transaction coordinator; before v5 it is verified there
+when ``transaction.partition.verification.enable`` is on. A failed add or
+verification answers every partition: retriable failures as
+COORDINATOR_NOT_AVAILABLE (Kafka's group coordinator turns the
+NOT_ENOUGH_REPLICAS of the verification into that), fencing and
+INVALID_TXN_STATE as they are. 6 names topics by ID and is not implemented.
 
 As in Kafka's request handler, partitions of unknown topics are answered
 UNKNOWN_TOPIC_OR_PARTITION here and never reach the coordinator.
@@ -23,7 +27,9 @@ from __future__ import annotations
 from kpybroker.apis.offsets import answer_unknown
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import api
+from kpybroker.apis.support.txn_verification import RETRIABLE
 from kpybroker.coordinator.committed_offsets import PartitionErrors
+from kpybroker.metadata.topic_names import OFFSETS_TOPIC
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import txn_offset_commit
 from kpybroker.protocol.messages.txn_offset_commit import (
@@ -32,19 +38,45 @@ from kpybroker.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 )
+from kpybroker.transaction_coordinator.shard import ProducerIdAndEpoch
 
 LOAD_IN_PROGRESS_FROM = 2
+ABORTABLE_FROM = 4
+IMPLICIT_ADD_FROM = 5
 
 
-@api(txn_offset_commit, 0, 4)
+async def offsets_partition_error(
+    ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> ErrorCode:
+    """Add (v5) or verify the group's offsets partition in the transaction."""
+    add = ctx.api_version >= IMPLICIT_ADD_FROM
+    if not add and not ctx.services.config().get("transaction.partition.verification.enable"):
+        return ErrorCode.NONE
+    partition = (OFFSETS_TOPIC, ctx.services.groups.partition_for(request.group_id))
+    errors = await ctx.services.txn_verifier.add_or_verify(
+        request.transactional_id,
+        ProducerIdAndEpoch(request.producer_id, request.producer_epoch),
+        [partition],
+        add=add,
+        abortable_known=ctx.api_version >= ABORTABLE_FROM,
+    )
+    error = errors[partition]
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE if error in RETRIABLE else error
+
+
+@api(txn_offset_commit, 0, 5)
 async def handle_txn_offset_commit(
     ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse:
     answers = PartitionErrors(TxnOffsetCommitResponseTopic, TxnOffsetCommitResponsePartition)
     answer_unknown(ctx.services, request, answers)
     if request.topics:
-        response = await ctx.services.groups.commit_transactional_offsets(request)
-        answers.merge(response.topics)
+        error = await offsets_partition_error(ctx, request)
+        if error:
+            answers.add_all(request.topics, error)
+        else:
+            response = await ctx.services.groups.commit_transactional_offsets(request)
+            answers.merge(response.topics)
     if ctx.api_version < LOAD_IN_PROGRESS_FROM:
         for topic in answers.topics.values():
             for p in topic.partitions:

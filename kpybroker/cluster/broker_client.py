@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import struct
+from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from kpybroker.protocol.framing import decode_response, encode_request
@@ -68,3 +70,52 @@ class BrokerConnection:
         if self._writer is not None:
             self._writer.close()
         self._reader = self._writer = None
+
+
+class BrokerConnections:
+    """One connection per peer broker, each carrying one request at a time.
+
+    For the request-and-answer traffic a broker sends its peers now and then
+    (transaction markers, partition verification): ``request`` connects on
+    first use; a failed exchange drops the connection, and the next request
+    reconnects.
+    """
+
+    def __init__(
+        self,
+        locate: Callable[[int], tuple[str, int] | None],
+        client_id: str,
+        timeout_s: float,
+    ) -> None:
+        self.locate = locate
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self._connections: dict[int, BrokerConnection] = {}
+        self._in_use: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    async def request(self, broker: int, request: Any, api_version: int) -> Any:
+        """Send ``request`` to ``broker``; raises what ``BrokerConnection`` raises."""
+        async with self._in_use[broker]:
+            try:
+                connection = self._connections.get(broker)
+                if connection is None:
+                    address = self.locate(broker)
+                    if address is None:
+                        raise BrokerConnectionError(f"broker {broker} is not registered")
+                    connection = BrokerConnection(*address, self.client_id, self.timeout_s)
+                    await connection.connect()
+                    self._connections[broker] = connection
+                return await connection.request(request, api_version)
+            except BaseException:
+                self._drop(broker)
+                raise
+
+    def _drop(self, broker: int) -> None:
+        connection = self._connections.pop(broker, None)
+        if connection is not None:
+            connection.close()
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()

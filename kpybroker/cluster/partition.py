@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from kpybroker.cluster.follower_progress import FollowerProgress, fresh_progress
 from kpybroker.log.partition_log import AppendResult, PartitionLog, ReadResult
 from kpybroker.log.produce_validator import CheckedBatch
+from kpybroker.log.producer_state import VerificationGuard
 from kpybroker.metadata.model import PartitionMetadata
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 
@@ -201,11 +202,24 @@ class Partition:
     # -- as leader -------------------------------------------------------------------
 
     def append_as_leader(
-        self, batch: CheckedBatch | memoryview | bytearray, required_acks: int
+        self,
+        batch: CheckedBatch | memoryview | bytearray,
+        required_acks: int,
+        verification: VerificationGuard | None = None,
     ) -> AppendResult:
         """Append a batch (a produced one, checked by ``produce_validator``; or one the
-        broker built); NOT_ENOUGH_REPLICAS first when acks=all cannot be met."""
-        return self._append(lambda: self.log.append(batch, self.leader_epoch), required_acks)
+        broker built); NOT_ENOUGH_REPLICAS first when acks=all cannot be met.
+        ``verification``: see ``start_txn_verification``."""
+        return self._append(
+            lambda: self.log.append(batch, self.leader_epoch, verification), required_acks
+        )
+
+    def start_txn_verification(
+        self, producer_id: int, epoch: int
+    ) -> tuple[VerificationGuard, bool]:
+        """Before a transactional write: the guard it presents, and whether the transaction
+        coordinator must first verify (or add) this partition (KIP-890)."""
+        return self.log.producer_state.start_verification(producer_id, epoch)
 
     def append_txn_marker(
         self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool

@@ -732,8 +732,17 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               enforced=True,
               doc="How often expired transactional ids are removed."),
     ConfigKey("transaction.partition.verification.enable", BOOLEAN, True, LOW, mode=CLUSTER_WIDE,
+              enforced=True,
               doc="Check that a partition was added to the transaction before a transactional "
                   "write to it (KIP-890)."),
+    ConfigKey("transaction.version", SHORT, 2, HIGH, valid=Range(0, 2), internal=True,
+              enforced=True, kafka_default="none: a feature level, not a config",
+              doc="kpybroker's: the level of the transaction.version feature it finalizes in "
+                  "ApiVersions (Kafka sets it with kafka-storage.sh format --feature or "
+                  "kafka-features.sh; new Kafka 4.x clusters get 2). 2 lets clients use "
+                  "KIP-890's transactions (an epoch bump per transaction, partitions added "
+                  "by their first write); 0 or 1 keeps them on AddPartitionsToTxn. Every "
+                  "broker of a cluster should have the same."),
     ConfigKey("producer.id.expiration.ms", INT, 86_400_000, LOW, valid=Range(1), mode=CLUSTER_WIDE,
               enforced=True,
               doc="Producer state of an idempotent producer is dropped after this long without "
@@ -742,8 +751,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               internal=True, enforced=True,
               doc="How often expired producer ids are looked for."),
     ConfigKey("add.partitions.to.txn.retry.backoff.ms", INT, 20, HIGH, valid=Range(1),
+              enforced=True,
               doc="Pause before retrying an internal AddPartitionsToTxn call."),
     ConfigKey("add.partitions.to.txn.retry.backoff.max.ms", INT, 100, HIGH, valid=Range(0),
+              enforced=True,
               doc="Longest total retry time of an internal AddPartitionsToTxn call."),
 
     # --- Quotas -----------------------------------------------------------------------------------

@@ -46,7 +46,11 @@ from kpybroker.log.produce_validator import (
     validate_append,
     validate_timestamps,
 )
-from kpybroker.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
+from kpybroker.log.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ProducerStateManager,
+    VerificationGuard,
+)
 from kpybroker.log.recovery import load_log, rebuild_producer_state
 from kpybroker.log.retention import (
     SegmentPredicate,
@@ -233,7 +237,10 @@ class PartitionLog:
     # -- appending --------------------------------------------------------------
 
     def append(
-        self, batch: CheckedBatch | bytearray | memoryview, leader_epoch: int
+        self,
+        batch: CheckedBatch | bytearray | memoryview,
+        leader_epoch: int,
+        verification: VerificationGuard | None = None,
     ) -> AppendResult:
         """Append one batch as leader: a produced one (``CheckedBatch``, which the Produce
         path's checks of ``produce_validator`` made, with its header) or one the broker
@@ -245,7 +252,9 @@ class PartitionLog:
         (INVALID_TIMESTAMP); all raise ``KafkaError``. Stamps the base offset and
         leader epoch into the batch in place, and for
         ``message.timestamp.type=LogAppendTime`` the broker's clock (which
-        recomputes the CRC). A retried batch of an idempotent producer is not
+        recomputes the CRC). ``verification`` is the guard of a transactional
+        write the coordinator verified (``ProducerStateManager.check``). A retried
+        batch of an idempotent producer is not
         written again: the result carries its original offsets and
         ``duplicate=True``. An ``OSError`` from the disk leaves the log as it was.
         """
@@ -260,7 +269,7 @@ class PartitionLog:
                     header.producer_id, header.producer_epoch, marker.coordinator_epoch
                 )
         elif header.producer_id >= 0:
-            duplicate = self.producer_state.check(header)
+            duplicate = self.producer_state.check(header, verification)
             if duplicate is not None:
                 return AppendResult(
                     duplicate.first_offset,

@@ -148,6 +148,20 @@ class ProducerStateEntry:
             self.producer_epoch = epoch
 
 
+class VerificationGuard:
+    """Proof that the transaction coordinator was asked before a producer's first write.
+
+    KIP-890's ``VerificationGuard``: the leader registers one for the producer
+    before asking the coordinator, and the write presents it. A marker for
+    the producer, or the write that opens its transaction, retires the guard,
+    so that a write verified for a transaction that has since ended (and
+    delayed until after its marker) cannot open a transaction nobody will
+    ever end. Compared by identity; never persisted.
+    """
+
+    __slots__ = ()
+
+
 class ProducerStateManager:
     """Producer entries of one partition, with snapshots in the partition directory."""
 
@@ -159,14 +173,35 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerStateEntry] = {}
         self.txns = TxnTracker()
         self.last_snapshot_offset = -1
+        self.verifications: dict[int, VerificationGuard] = {}
 
     # -- the append path ---------------------------------------------------
 
-    def check(self, header: BatchHeader) -> BatchMetadata | None:
+    def start_verification(self, producer_id: int, epoch: int) -> tuple[VerificationGuard, bool]:
+        """The guard a transactional write of ``producer_id`` will present, and whether the
+        coordinator must be asked first: no transaction of ``epoch`` is open here
+        (Kafka's ``maybeStartTransactionVerification``). Concurrent requests of one
+        producer share a guard."""
+        entry = self.producers.get(producer_id)
+        open_here = (
+            entry is not None
+            and entry.current_txn_first_offset >= 0
+            and entry.producer_epoch == epoch
+        )
+        guard = self.verifications.get(producer_id)
+        if guard is None:
+            guard = self.verifications[producer_id] = VerificationGuard()
+        return guard, not open_here
+
+    def check(
+        self, header: BatchHeader, verification: VerificationGuard | None = None
+    ) -> BatchMetadata | None:
         """Validate a client batch of an idempotent producer before it is written.
 
         Returns the retained batch it duplicates, or None when it may be
-        appended; raises ``KafkaError`` as Kafka would.
+        appended; raises ``KafkaError`` as Kafka would. ``verification`` is the
+        guard of a verified transactional write: one that would open a
+        transaction needs it still registered (INVALID_TXN_STATE otherwise).
         """
         pid = header.producer_id
         entry = self.producers.get(pid)
@@ -199,6 +234,16 @@ class ProducerStateManager:
                 ErrorCode.INVALID_TXN_STATE,
                 f"Expected transactional write from producer {pid} at offset "
                 f"{entry.current_txn_first_offset}",
+            )
+        if (
+            verification is not None
+            and not (in_txn and current_epoch == epoch)
+            and self.verifications.get(pid) is not verification
+        ):
+            raise KafkaError(
+                ErrorCode.INVALID_TXN_STATE,
+                f"Transactional write of producer {pid} was not verified, or its transaction "
+                "ended since",
             )
         return None
 
@@ -248,6 +293,7 @@ class ProducerStateManager:
         entry.update_epoch(header.producer_epoch)
         entry.last_timestamp = header.max_timestamp
         if header.is_control:
+            self.verifications.pop(pid, None)
             if marker is not None:
                 self._end_txn(entry, header.base_offset, marker, txn_index)
             return
@@ -262,6 +308,7 @@ class ProducerStateManager:
         if header.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = header.base_offset
             self.txns.start(pid, header.base_offset)
+            self.verifications.pop(pid, None)
 
     def _end_txn(
         self,
@@ -300,6 +347,7 @@ class ProducerStateManager:
         expired = [pid for pid, entry in self.producers.items() if self._is_expired(entry, now_ms)]
         for pid in expired:
             del self.producers[pid]
+            self.verifications.pop(pid, None)
 
     def _is_expired(self, entry: ProducerStateEntry, now_ms: int) -> bool:
         return (
@@ -378,6 +426,7 @@ class ProducerStateManager:
         """Forget every producer and snapshot (the log was emptied)."""
         self.producers.clear()
         self.txns.clear()
+        self.verifications.clear()
         self.delete_snapshots(())
 
     def delete_snapshots(self, keep: Iterable[int]) -> None:

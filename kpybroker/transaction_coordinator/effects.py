@@ -34,6 +34,8 @@ class TxnMarkers:
     committed: bool
     coordinator_epoch: int
     partitions: frozenset[TopicPartition]
+    #: The transaction's version (2: the epoch was bumped for the markers).
+    transaction_version: int = 0
 
 
 @dataclass(frozen=True, slots=True, eq=False)

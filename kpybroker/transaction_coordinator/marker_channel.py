@@ -25,7 +25,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 
-from kpybroker.cluster.broker_client import BrokerConnection, BrokerConnectionError
+from kpybroker.cluster.broker_client import BrokerConnectionError, BrokerConnections
 from kpybroker.metadata.model import NO_LEADER, TopicMetadata
 from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.errors import ErrorCode
@@ -41,7 +41,8 @@ from kpybroker.transaction_coordinator.transaction_state import TopicPartition
 
 log = logging.getLogger(__name__)
 
-WRITE_TXN_MARKERS_VERSION = 1
+#: Version 2 carries each marker's transaction version (KIP-1228); every kpybroker has it.
+WRITE_TXN_MARKERS_VERSION = 2
 RETRIABLE = frozenset(
     {
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -73,17 +74,14 @@ class MarkerChannel:
     ) -> None:
         self.broker_id = broker_id
         self.topics = topics
-        self.locate = locate
         self.local = local
-        self.request_timeout_s = request_timeout_ms / 1000
         self.retry_backoff_s = retry_backoff_ms / 1000
-        self._connections: dict[int, BrokerConnection] = {}
-        self._in_use: dict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self.peers = BrokerConnections(
+            locate, f"broker-{broker_id}-txn-marker-sender", request_timeout_ms / 1000
+        )
 
     def close(self) -> None:
-        for connection in self._connections.values():
-            connection.close()
-        self._connections.clear()
+        self.peers.close()
 
     async def send(self, markers: TxnMarkers) -> bool:
         """Write ``markers`` everywhere; False if a leader fenced them."""
@@ -132,7 +130,6 @@ class MarkerChannel:
                 errors = await self._remote(leader, markers, partitions)
             except CONNECTION_ERRORS as exc:
                 log.debug("markers to broker %d failed: %s", leader, exc)
-                self._disconnect(leader)
                 return set()
         done = set()
         for tp, error in errors.items():
@@ -162,15 +159,13 @@ class MarkerChannel:
                         for name, indexes in by_topic.items()
                     ],
                     coordinator_epoch=markers.coordinator_epoch,
+                    transaction_version=markers.transaction_version,
                 )
             ]
         )
-        # A connection carries one request at a time.
-        async with self._in_use[leader]:
-            connection = await self._connect(leader)
-            response: WriteTxnMarkersResponse = await connection.request(
-                request, WRITE_TXN_MARKERS_VERSION
-            )
+        response: WriteTxnMarkersResponse = await self.peers.request(
+            leader, request, WRITE_TXN_MARKERS_VERSION
+        )
         errors = {
             (topic.name, p.partition_index): ErrorCode(p.error_code)
             for result in response.markers
@@ -179,23 +174,3 @@ class MarkerChannel:
         }
         # A partition the answer leaves out is sent again.
         return {tp: errors.get(tp, ErrorCode.REQUEST_TIMED_OUT) for tp in partitions}
-
-    async def _connect(self, broker: int) -> BrokerConnection:
-        connection = self._connections.get(broker)
-        if connection is None:
-            address = self.locate(broker)
-            if address is None:
-                raise BrokerConnectionError(f"broker {broker} is not registered")
-            connection = BrokerConnection(
-                *address,
-                client_id=f"broker-{self.broker_id}-txn-marker-sender",
-                timeout_s=self.request_timeout_s,
-            )
-            await connection.connect()
-            self._connections[broker] = connection
-        return connection
-
-    def _disconnect(self, broker: int) -> None:
-        connection = self._connections.pop(broker, None)
-        if connection is not None:
-            connection.close()

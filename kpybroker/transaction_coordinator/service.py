@@ -19,6 +19,7 @@ from kpybroker.transaction_coordinator.marker_channel import MarkerChannel
 from kpybroker.transaction_coordinator.marker_writer import TxnMarkerWriter
 from kpybroker.transaction_coordinator.runtime import TransactionRuntime
 from kpybroker.transaction_coordinator.shard import (
+    EndResult,
     InitResult,
     ListFilter,
     ProducerIdAndEpoch,
@@ -26,6 +27,7 @@ from kpybroker.transaction_coordinator.shard import (
 )
 from kpybroker.transaction_coordinator.transaction_settings import TransactionSettings
 from kpybroker.transaction_coordinator.transaction_state import (
+    NO_PRODUCER_ID,
     TopicPartition,
     TransactionMetadata,
 )
@@ -88,6 +90,16 @@ class TransactionCoordinator:
         """(error, broker id) of the leader of the id's partition, creating the topic first."""
         return await self.runtime.coordinator_of(transactional_id)
 
+    def leader_of(self, transactional_id: str) -> int | None:
+        """The live broker leading the id's partition of ``__transaction_state``, if any
+        (without creating the topic: with no topic there is no transaction to verify)."""
+        runtime = self.runtime
+        topic = self.cluster.topics().get(runtime.topic.name)
+        state = topic.partitions.get(runtime.partition_for(transactional_id)) if topic else None
+        if state is None or state.leader not in self.cluster.live_brokers():
+            return None
+        return state.leader
+
     # -- the producer's requests --------------------------------------------------------------
 
     async def init_producer_id(
@@ -117,12 +129,15 @@ class TransactionCoordinator:
         transactional_id: str,
         producer: ProducerIdAndEpoch,
         partitions: Collection[TopicPartition],
+        transaction_version: int = 1,
     ) -> ErrorCode:
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         return await self._call(
             transactional_id,
-            lambda s, token: s.add_partitions(token, transactional_id, producer, partitions),
+            lambda s, token: s.add_partitions(
+                token, transactional_id, producer, partitions, transaction_version
+            ),
             lambda error: error,
         )
 
@@ -141,14 +156,29 @@ class TransactionCoordinator:
         return shard.verify_partitions(transactional_id, producer, partitions)
 
     async def end_txn(
-        self, transactional_id: str, producer: ProducerIdAndEpoch, commit: bool
-    ) -> ErrorCode:
+        self,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        commit: bool,
+        transaction_version: int = 1,
+    ) -> EndResult:
+        """Version 2 bumps the epoch; a fresh producer id is claimed first if that exhausts
+        it, as for InitProducerId."""
         if not transactional_id:
-            return ErrorCode.INVALID_REQUEST
+            return EndResult(ErrorCode.INVALID_REQUEST)
+        try:
+            shard = self.runtime.shard_for(transactional_id)
+        except KafkaError as exc:
+            return EndResult(exc.code)
+        next_id = NO_PRODUCER_ID
+        if shard.needs_next_producer_id(transactional_id, transaction_version):
+            next_id = await self.producer_ids.next_id()
         return await self._call(
             transactional_id,
-            lambda s, token: s.end_txn(token, transactional_id, producer, commit),
-            lambda error: error,
+            lambda s, token: s.end_txn(
+                token, transactional_id, producer, commit, transaction_version, next_id
+            ),
+            EndResult,
         )
 
     # -- administration ---------------------------------------------------------------------------

@@ -54,6 +54,15 @@ class InitResult:
 
 
 @dataclass(frozen=True, slots=True)
+class EndResult:
+    """EndTxn's answer: the id and epoch the producer goes on with (EndTxn v5 returns them)."""
+
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
 class ListFilter:
     """ListTransactions' filters; empty means any."""
 
@@ -146,7 +155,15 @@ class TransactionShard:
         elif state == TxnState.ONGOING:
             # Abort the open transaction with a bumped epoch (fencing its producer); the
             # client retries and then gets a second bump.
-            self._end(out, txn, txn.prepare_fence(), commit=False, token=token, from_init=True)
+            self._end(
+                out,
+                txn,
+                txn.prepare_fence(),
+                False,
+                token,
+                txn.current.client_transaction_version,
+                from_init=True,
+            )
         elif state.settled:
             self._init_settled(out, token, txn, timeout_ms, expected, fresh_producer_id, now)
         else:
@@ -206,7 +223,10 @@ class TransactionShard:
         transactional_id: str,
         producer: ProducerIdAndEpoch,
         partitions: Collection[TopicPartition],
+        transaction_version: int = 1,
     ) -> Effects:
+        """A client's AddPartitionsToTxn (version 1), or a leader adding a partition of a
+        version-2 transaction on its first write there."""
         out = Effects()
         txn, error = self._producer_check(transactional_id, producer)
         if txn is None:
@@ -219,7 +239,7 @@ class TransactionShard:
         if txn.state == TxnState.ONGOING and wanted <= txn.current.partitions:
             out.reply(token, ErrorCode.NONE)
             return out
-        fields = txn.prepare_add_partitions(wanted, self.clock())
+        fields = txn.prepare_add_partitions(wanted, self.clock(), transaction_version)
         self._write(out, txn, fields, lambda effects, err: effects.reply(token, err))
         return out
 
@@ -253,32 +273,83 @@ class TransactionShard:
 
     # -- EndTxn ----------------------------------------------------------------------------
 
+    def needs_next_producer_id(self, transactional_id: str, transaction_version: int) -> bool:
+        """Whether an EndTxn of version 2 will exhaust the epoch and need a fresh id."""
+        txn = self.transactions.get(transactional_id)
+        return transaction_version >= 2 and txn is not None and txn.epoch_exhausted
+
     def end_txn(
-        self, token: Token, transactional_id: str, producer: ProducerIdAndEpoch, commit: bool
+        self,
+        token: Token,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        commit: bool,
+        transaction_version: int = 1,
+        next_producer_id: int = NO_PRODUCER_ID,
     ) -> Effects:
+        """Kafka's ``endTransaction``; the reply is an ``EndResult`` with the producer id and
+        epoch the client goes on with (bumped under transaction version 2)."""
         out = Effects()
         txn = self.transactions.get(transactional_id)
-        if txn is None or txn.producer_id != producer.producer_id:
-            out.reply(token, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if txn is None:
+            out.reply(token, EndResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING))
             return out
-        if txn.producer_epoch != producer.producer_epoch:
-            out.reply(token, ErrorCode.PRODUCER_FENCED)
+        current = txn.current
+        state = current.state
+        retry_on_bump = False
+        if current.bumps_on_end:
+            # An EndTxn of version 2 retried after its bump carries the epoch before it; one
+            # retried after an exhausted epoch moved the id carries the previous id.
+            retry_on_bump = (
+                producer.producer_id == current.producer_id
+                and producer.producer_epoch == current.producer_epoch - 1
+                and current.last_producer_epoch == producer.producer_epoch
+            )
+            retry_on_overflow = (
+                producer.producer_id == current.previous_producer_id
+                and producer.producer_epoch == EXHAUSTED_EPOCH
+                and current.producer_epoch == 0
+                and state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+            )
+            if producer.producer_id != current.producer_id and not retry_on_overflow:
+                out.reply(token, EndResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING))
+                return out
+            if state.preparing:
+                valid_epoch = retry_on_bump
+            elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+                retry_on_bump = retry_on_bump or retry_on_overflow
+                valid_epoch = retry_on_bump or producer.producer_epoch == current.producer_epoch
+            else:
+                valid_epoch = producer.producer_epoch == current.producer_epoch
+        else:
+            if producer.producer_id != current.producer_id:
+                out.reply(token, EndResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING))
+                return out
+            valid_epoch = producer.producer_epoch == current.producer_epoch
+        if not valid_epoch:
+            out.reply(token, EndResult(ErrorCode.PRODUCER_FENCED))
             return out
         if txn.pending is not None:
-            out.reply(token, ErrorCode.CONCURRENT_TRANSACTIONS)
+            out.reply(token, EndResult(ErrorCode.CONCURRENT_TRANSACTIONS))
             return out
-        state = txn.state
+        completed = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        completing = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         if state == TxnState.ONGOING:
-            self._end(out, txn, None, commit=commit, token=token, from_init=False)
-        elif state == (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
-            out.reply(token, ErrorCode.NONE)  # a retry of an EndTxn that completed
-        elif state == (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):
-            out.reply(token, ErrorCode.CONCURRENT_TRANSACTIONS)
+            self._end(out, txn, None, commit, token, transaction_version, next_producer_id)
+        elif state == completed and (retry_on_bump or not current.bumps_on_end):
+            # A retry of an EndTxn that completed.
+            out.reply(token, EndResult(ErrorCode.NONE, current.producer_id, current.producer_epoch))
+        elif state == completing:
+            out.reply(token, EndResult(ErrorCode.CONCURRENT_TRANSACTIONS))
+        elif not commit and transaction_version >= 2 and state.settled and not retry_on_bump:
+            # Version 2 lets a client abort before any partition was added: the epoch is
+            # bumped with nothing to mark.
+            self._end(out, txn, None, False, token, transaction_version, next_producer_id)
         elif state in (TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
             raise IllegalTransition(f"{transactional_id} is {state.kafka_name}")
         else:
             log.debug("%s is %s: cannot end it with commit=%s", transactional_id, state, commit)
-            out.reply(token, ErrorCode.INVALID_TXN_STATE)
+            out.reply(token, EndResult(ErrorCode.INVALID_TXN_STATE))
         return out
 
     def _end(
@@ -286,25 +357,31 @@ class TransactionShard:
         out: Effects,
         txn: TransactionMetadata,
         fence: TxnFields | None,
-        *,
         commit: bool,
         token: Token | None,
-        from_init: bool,
+        transaction_version: int,
+        next_producer_id: int = NO_PRODUCER_ID,
+        *,
+        from_init: bool = False,
     ) -> None:
-        """Write Prepare*, answer, then send the markers; ``fence`` is a pending epoch fence."""
-        fields = txn.prepare_end(commit, self.clock())
+        """Write Prepare*, answer, then send the markers; ``fence`` is a pending epoch fence.
+        An abort by the coordinator (a fence) gets the transaction's own version."""
+        fields = txn.prepare_end(commit, self.clock(), transaction_version, next_producer_id)
 
         def done(effects: Effects, error: ErrorCode) -> None:
             if error:
                 if fence is not None and error == ErrorCode.COORDINATOR_NOT_AVAILABLE:
                     txn.failed_epoch_fence = True
-                result = InitResult(error) if from_init else error
-                effects.reply(token, result)
+                effects.reply(token, InitResult(error) if from_init else EndResult(error))
                 return
             if from_init:
                 effects.reply(token, InitResult(ErrorCode.CONCURRENT_TRANSACTIONS))
+            elif fields.next_producer_id != NO_PRODUCER_ID:
+                effects.reply(token, EndResult(ErrorCode.NONE, fields.next_producer_id, 0))
             else:
-                effects.reply(token, ErrorCode.NONE)
+                effects.reply(
+                    token, EndResult(ErrorCode.NONE, fields.producer_id, fields.producer_epoch)
+                )
             self._send_markers(effects, txn)
 
         self._write(out, txn, fields, done)
@@ -318,6 +395,7 @@ class TransactionShard:
             committed=current.state == TxnState.PREPARE_COMMIT,
             coordinator_epoch=self.coordinator_epoch,
             partitions=current.partitions,
+            transaction_version=current.client_transaction_version,
         )
 
         def written(effects: Effects, all_written: bool) -> None:
@@ -373,7 +451,14 @@ class TransactionShard:
                     current.producer_epoch,
                     current.timeout_ms,
                 )
-                self._end(out, txn, txn.prepare_fence(), commit=False, token=None, from_init=False)
+                self._end(
+                    out,
+                    txn,
+                    txn.prepare_fence(),
+                    False,
+                    None,
+                    current.client_transaction_version,
+                )
         return out
 
     def expire_transactional_ids(self) -> Effects:

@@ -26,7 +26,10 @@ from kpybroker.transaction_coordinator.transaction_state import TxnFields, TxnSt
 
 _VERSION = struct.Struct(">h")
 KEY_VERSION = 0
-VALUE_VERSION_WRITTEN = 0
+#: Value versions: 0 for transactions of clients of version 0 or 1, 1 (flexible, with the
+#: producer-id history and the client's version as tagged fields) for version 2.
+VALUE_VERSION_V1_CLIENTS = 0
+VALUE_VERSION_V2_CLIENTS = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +60,12 @@ def encode_record(record: TxnRecord) -> NewRecord:
         else [PartitionsSchema(topic=t, partition_ids=ids) for t, ids in partitions.items()],
         transaction_last_update_timestamp_ms=fields.last_update_timestamp_ms,
         transaction_start_timestamp_ms=fields.start_timestamp_ms,
+        previous_producer_id=fields.previous_producer_id,
+        next_producer_id=fields.next_producer_id,
+        client_transaction_version=fields.client_transaction_version,
     )
-    return NewRecord(
-        key, _VERSION.pack(VALUE_VERSION_WRITTEN) + value.encode_bytes(VALUE_VERSION_WRITTEN)
-    )
+    version = VALUE_VERSION_V2_CLIENTS if fields.bumps_on_end else VALUE_VERSION_V1_CLIENTS
+    return NewRecord(key, _VERSION.pack(version) + value.encode_bytes(version))
 
 
 def decode_record(key: bytes | None, value: bytes | None) -> TxnRecord | None:
@@ -89,6 +94,8 @@ def decode_record(key: bytes | None, value: bytes | None) -> TxnRecord | None:
             start_timestamp_ms=v.transaction_start_timestamp_ms,
             last_update_timestamp_ms=v.transaction_last_update_timestamp_ms,
             previous_producer_id=v.previous_producer_id,
+            next_producer_id=v.next_producer_id,
+            client_transaction_version=v.client_transaction_version,
         ),
     )
 

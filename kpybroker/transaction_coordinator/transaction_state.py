@@ -9,6 +9,12 @@ and InitProducerId bumps the epoch from any settled state (Empty, Complete*),
 or fences an Ongoing transaction (PrepareEpochFence, then abort). Dead is an
 expired id.
 
+Under transaction version 2 (KIP-890; the client says so with EndTxn v5 or a
+produce that adds its partition implicitly) every EndTxn bumps the epoch:
+the markers carry the new epoch, so a late write of the old one is refused,
+and when the epoch is exhausted the completion moves the id to the fresh
+producer id recorded as ``next_producer_id``.
+
 Every change is prepared first, as an immutable ``TxnFields``, written to
 ``__transaction_state``, and only applied once that write is acknowledged, so
 the state a client was told about is always the one on disk. While a change
@@ -27,6 +33,7 @@ from kpybroker.protocol.records import NO_PRODUCER_ID
 #: An epoch this high cannot be bumped again: the producer gets a new id (Kafka's
 #: ``isEpochExhausted``: Short.MaxValue - 1).
 EXHAUSTED_EPOCH = 32_766
+MAX_EPOCH = 32_767
 
 TopicPartition = tuple[str, int]
 
@@ -81,7 +88,16 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
         {TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}
     ),
     TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
-    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}),
+    # Transaction version 2 may abort with no transaction open (Kafka 4.0's additions).
+    TxnState.PREPARE_ABORT: frozenset(
+        {
+            TxnState.ONGOING,
+            TxnState.PREPARE_EPOCH_FENCE,
+            TxnState.EMPTY,
+            TxnState.COMPLETE_COMMIT,
+            TxnState.COMPLETE_ABORT,
+        }
+    ),
     TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
     TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
     TxnState.DEAD: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
@@ -102,6 +118,15 @@ class TxnFields:
     last_update_timestamp_ms: int = -1
     previous_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    #: Producer id the completion moves to when an EndTxn bump exhausted the epoch.
+    next_producer_id: int = NO_PRODUCER_ID
+    #: The transaction version of the client that started the transaction (0, 1 or 2).
+    client_transaction_version: int = 0
+
+    @property
+    def bumps_on_end(self) -> bool:
+        """Transaction version 2: ending the transaction bumps the epoch."""
+        return self.client_transaction_version >= 2
 
 
 class IllegalTransition(RuntimeError):
@@ -212,22 +237,35 @@ class TransactionMetadata:
         )
 
     def prepare_add_partitions(
-        self, partitions: frozenset[TopicPartition], now_ms: int
+        self, partitions: frozenset[TopicPartition], now_ms: int, transaction_version: int
     ) -> TxnFields:
+        """A transaction started here takes the client's transaction version."""
         current = self.current
-        start = now_ms if current.state.settled else current.start_timestamp_ms
+        starting = current.state.settled
         return self._prepare(
             replace(
                 current,
                 state=TxnState.ONGOING,
                 partitions=current.partitions | partitions,
-                start_timestamp_ms=start,
+                start_timestamp_ms=now_ms if starting else current.start_timestamp_ms,
                 last_update_timestamp_ms=now_ms,
+                client_transaction_version=transaction_version
+                if starting
+                else current.client_transaction_version,
             )
         )
 
-    def prepare_end(self, commit: bool, now_ms: int) -> TxnFields:
-        """Ongoing to PrepareCommit or PrepareAbort (from a client's EndTxn, or an abort)."""
+    def prepare_end(
+        self,
+        commit: bool,
+        now_ms: int,
+        transaction_version: int,
+        next_producer_id: int = NO_PRODUCER_ID,
+    ) -> TxnFields:
+        """Ongoing (or, under version 2, settled) to PrepareCommit or PrepareAbort, from a
+        client's EndTxn or an abort. Version 2 (the EndTxn's, or for an abort the
+        transaction's) bumps the epoch, as Kafka's ``prepareAbortOrCommit``;
+        ``next_producer_id`` is the fresh id claimed when that exhausts it."""
         if self.pending is not None and self.pending.state == TxnState.PREPARE_EPOCH_FENCE:
             # The fence's epoch becomes the id's epoch; the abort is written with it.
             fenced = self.pending
@@ -237,21 +275,43 @@ class TransactionMetadata:
                 producer_epoch=fenced.producer_epoch,
                 last_producer_epoch=NO_PRODUCER_EPOCH,
             )
+        current = self.current
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        return self._prepare(replace(self.current, state=state, last_update_timestamp_ms=now_ms))
+        ended = replace(
+            current,
+            state=state,
+            last_update_timestamp_ms=now_ms,
+            client_transaction_version=transaction_version,
+        )
+        if transaction_version >= 2 and current.producer_epoch < MAX_EPOCH:
+            ended = replace(
+                ended,
+                producer_epoch=current.producer_epoch + 1,
+                last_producer_epoch=current.producer_epoch,
+                next_producer_id=next_producer_id,
+            )
+        return self._prepare(ended)
 
     def prepare_complete(self, now_ms: int) -> TxnFields:
         """Prepare* to Complete* once every marker is written."""
         current = self.current
         committed = current.state == TxnState.PREPARE_COMMIT
-        return self._prepare(
-            replace(
-                current,
-                state=TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT,
-                partitions=frozenset(),
-                last_update_timestamp_ms=now_ms,
-            )
+        completed = replace(
+            current,
+            state=TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT,
+            partitions=frozenset(),
+            last_update_timestamp_ms=now_ms,
         )
+        if current.next_producer_id != NO_PRODUCER_ID:
+            # The bump exhausted the epoch: the client was given the next id at epoch 0.
+            completed = replace(
+                completed,
+                producer_id=current.next_producer_id,
+                producer_epoch=0,
+                previous_producer_id=current.producer_id,
+                next_producer_id=NO_PRODUCER_ID,
+            )
+        return self._prepare(completed)
 
     def prepare_dead(self) -> TxnFields:
         """An expired id: its tombstone is written, then it is forgotten."""

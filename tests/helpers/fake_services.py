@@ -201,6 +201,29 @@ class FakeTransactions(FakeGroups):
     """A transaction coordinator that records every call and answers with ``answers[method]``."""
 
 
+class FakeVerifier:
+    """KIP-890 verification answering ``error`` for every partition; records each question
+    as (transactional id, partitions, add)."""
+
+    def __init__(self, error: ErrorCode = ErrorCode.NONE) -> None:
+        self.error = error
+        self.asked: list[tuple[str, list[tuple[str, int]], bool]] = []
+
+    async def add_or_verify(
+        self,
+        transactional_id: str,
+        producer: Any,
+        partitions: Any,
+        *,
+        add: bool,
+        abortable_known: bool,
+        before_attempt: Any = lambda: None,
+    ) -> dict[tuple[str, int], ErrorCode]:
+        before_attempt()
+        self.asked.append((transactional_id, list(partitions), add))
+        return dict.fromkeys(partitions, self.error)
+
+
 class FakeCluster:
     """The cluster view: this broker alone unless ``brokers`` says otherwise."""
 
@@ -270,6 +293,7 @@ def services(
     controller: Any = None,
     transactions: Any = None,
     txn_markers: Any = None,
+    txn_verifier: Any = None,
     log_dir: Path = Path("/nonexistent"),
     config: dict[str, str] | None = None,
 ) -> Services:
@@ -286,6 +310,7 @@ def services(
         producer_ids=FakeProducerIds(),
         transactions=transactions,
         txn_markers=txn_markers,
+        txn_verifier=txn_verifier or FakeVerifier(),
         config=lambda: settings,
         metadata_answers=TopicAnswers(),
     )

@@ -58,6 +58,10 @@ def random_cluster_id() -> str:
             return text
 
 
+#: kpybroker settings that Kafka has as feature levels, chosen when the storage is formatted.
+FORMAT_FEATURES = frozenset({"transaction.version"})
+
+
 class ReferenceKafka(ManagedBroker):
     """Apache Kafka in combined KRaft mode on 127.0.0.1 (PLAINTEXT + CONTROLLER ports)."""
 
@@ -106,7 +110,8 @@ class ReferenceKafka(ManagedBroker):
         for key, value in self.overrides.items():
             if key in ("listeners", "log.dirs"):
                 raise ValueError(f"ReferenceKafka sets {key} itself")
-            settings[key] = value
+            if key not in FORMAT_FEATURES:
+                settings[key] = value
         return settings
 
     def prepare(self) -> None:
@@ -115,10 +120,23 @@ class ReferenceKafka(ManagedBroker):
         self.config_path.write_text(text)
         if (self.log_dir / "meta.properties").exists():
             return
+        features = [
+            arg
+            for key, value in self.overrides.items()
+            if key in FORMAT_FEATURES
+            for arg in ("--feature", f"{key}={value}")
+        ]
         run_java(
             self.lib,
             STORAGE_TOOL,
-            ["format", "--config", str(self.config_path), "--cluster-id", self.cluster_id],
+            [
+                "format",
+                "--config",
+                str(self.config_path),
+                "--cluster-id",
+                self.cluster_id,
+                *features,
+            ],
             timeout=120,
         ).check()
 

@@ -18,12 +18,11 @@
   (Admin.abortTransaction: WriteTxnMarkers to the partition leader with the
   coordinator epoch DescribeProducers reported, 0 when there is none).
 
-Kafka checks a transactional write with the coordinator first (KIP-890
-verification, on by default since 3.6) and refuses that construction with
-INVALID_TXN_STATE; the hanging test turns the check off with
-``transaction.partition.verification.enable=false``, which kpybroker, not
-verifying, accepts as it is. Every test passes against Apache Kafka too
-(``KPYBROKER_TEST_TARGET=kafka``).
+Both brokers check a transactional write with the coordinator first (KIP-890
+verification, on by default since Kafka 3.6) and refuse that construction
+(``test_transaction_versions.py``); the hanging test turns the check off with
+``transaction.partition.verification.enable=false``. Every test passes
+against Apache Kafka too (``KPYBROKER_TEST_TARGET=kafka``).
 """
 
 from __future__ import annotations

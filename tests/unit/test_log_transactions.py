@@ -264,3 +264,40 @@ def test_a_clean_restart_loads_open_transactions_from_the_snapshot(tmp_path) -> 
     assert reopened.producer_state.txns.ongoing == ongoing
     assert reopened.last_stable_offset == lso
     assert reopened.collect_aborted_transactions(0, 1000) == aborted
+
+
+# -- KIP-890 verification guards --------------------------------------------------------------
+
+
+def test_a_verified_first_write_presents_its_guard(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0", BIG)
+    state = log.producer_state
+    guard, ask = state.start_verification(1, 0)
+    assert ask  # no transaction of producer 1 open here: the coordinator is asked
+    again, _ = state.start_verification(1, 0)
+    assert again is guard  # pipelined requests of one producer share it
+    log.append(txn_batch(1, 0), 0, guard)
+    # The write opened the transaction and retired the guard; the next write of that
+    # transaction needs no question, and the pipelined request with the old guard passes.
+    later, ask = state.start_verification(1, 0)
+    assert not ask and later is not guard
+    log.append(txn_batch(1, 2), 0, guard)
+    assert state.producers[1].current_txn_first_offset == 0
+
+
+def test_a_marker_between_verification_and_write_refuses_the_write(tmp_path) -> None:
+    """The transaction ended (its abort marker arrived) while the write waited: writing it
+    would open a transaction no coordinator knows, which nobody would ever end."""
+    log = open_log(tmp_path / "t-0", BIG)
+    log.append(txn_batch(1, 0), 0)
+    guard, ask = log.producer_state.start_verification(1, 0)
+    assert not ask  # already open here
+    log.append_txn_marker(1, 0, 0, False, 0)
+    assert error_of(lambda: log.append(txn_batch(1, 2), 0, guard)) == ErrorCode.INVALID_TXN_STATE
+    # A write that was never verified, with verification on, is refused the same way.
+    other, _ = log.producer_state.start_verification(2, 0)
+    log.producer_state.verifications.clear()
+    assert error_of(lambda: log.append(txn_batch(2, 0), 0, other)) == ErrorCode.INVALID_TXN_STATE
+    # Without verification (the setting off) the write opens its transaction.
+    log.append(txn_batch(2, 0), 0)
+    assert log.producer_state.producers[2].current_txn_first_offset >= 0

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.transaction_coordinator.effects import Effects
 from kpybroker.transaction_coordinator.shard import (
+    EndResult,
     InitResult,
     ListFilter,
     ProducerIdAndEpoch,
@@ -26,7 +27,7 @@ from kpybroker.transaction_coordinator.transaction_log_records import (
     encode_record,
 )
 from kpybroker.transaction_coordinator.transaction_settings import TransactionSettings
-from kpybroker.transaction_coordinator.transaction_state import TxnFields, TxnState
+from kpybroker.transaction_coordinator.transaction_state import EXHAUSTED_EPOCH, TxnFields, TxnState
 
 TXN = "app-1"
 COORDINATOR_EPOCH = 3
@@ -89,13 +90,22 @@ class Driver:
             lambda t: self.shard.init_producer_id(t, tid, 60_000, expected, fresh)
         )
 
-    def add(self, producer: ProducerIdAndEpoch, *partitions: tuple[str, int]) -> ErrorCode:
+    def add(
+        self, producer: ProducerIdAndEpoch, *partitions: tuple[str, int], version: int = 1
+    ) -> ErrorCode:
         return self.call(  # type: ignore[return-value]
-            lambda t: self.shard.add_partitions(t, TXN, producer, partitions)
+            lambda t: self.shard.add_partitions(t, TXN, producer, partitions, version)
         )
 
     def end(self, producer: ProducerIdAndEpoch, commit: bool) -> ErrorCode:
-        return self.call(lambda t: self.shard.end_txn(t, TXN, producer, commit))  # type: ignore[return-value]
+        return self.end_txn(producer, commit, version=1).error
+
+    def end_txn(self, producer: ProducerIdAndEpoch, commit: bool, version: int) -> EndResult:
+        """EndTxn of a client of transaction ``version`` (2: EndTxn v5)."""
+        next_id = 9000 if self.shard.needs_next_producer_id(TXN, version) else -1
+        return self.call(  # type: ignore[return-value]
+            lambda t: self.shard.end_txn(t, TXN, producer, commit, version, next_id)
+        )
 
     def state(self) -> TxnState:
         return self.shard.transactions[TXN].state
@@ -159,7 +169,7 @@ def test_wrong_producer_id_or_epoch() -> None:
     assert driver.add(old_epoch, ("t", 0)) == ErrorCode.PRODUCER_FENCED
     assert driver.end(old_epoch, commit=True) == ErrorCode.PRODUCER_FENCED
     unknown = driver.call(lambda t: driver.shard.end_txn(t, "nobody", producer, commit=True))
-    assert unknown == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert unknown == EndResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
 
 
 def test_init_during_an_open_transaction_aborts_it_with_a_bumped_epoch() -> None:
@@ -282,4 +292,84 @@ def test_records_round_trip_in_kafkas_format() -> None:
 
 def on_the_wire(record: TxnRecord) -> TxnFields:
     assert record.fields is not None
-    return replace(record.fields, previous_producer_id=-1, last_producer_epoch=-1)
+    return replace(
+        record.fields, previous_producer_id=-1, last_producer_epoch=-1, client_transaction_version=0
+    )
+
+
+# -- transaction version 2 (KIP-890 part 2) ------------------------------------------------------
+
+
+def test_version_2_bumps_the_epoch_at_every_end_and_marks_with_the_new_one() -> None:
+    driver = Driver()
+    producer = initialized(driver)
+    assert driver.add(producer, ("t", 0), version=2) == ErrorCode.NONE
+    assert driver.shard.transactions[TXN].current.client_transaction_version == 2
+    result = driver.end_txn(producer, commit=True, version=2)
+    bumped = ProducerIdAndEpoch(producer.producer_id, producer.producer_epoch + 1)
+    assert result == EndResult(ErrorCode.NONE, bumped.producer_id, bumped.producer_epoch)
+    marker = driver.markers[-1]
+    assert marker.producer_epoch == bumped.producer_epoch and marker.transaction_version == 2
+    assert driver.state() == TxnState.COMPLETE_COMMIT
+    # The retry of that EndTxn (with the old epoch) gets the same answer; the old epoch
+    # is fenced for anything else.
+    assert driver.end_txn(producer, commit=True, version=2) == result
+    assert driver.end_txn(producer, commit=False, version=2).error == ErrorCode.INVALID_TXN_STATE
+    assert driver.add(producer, ("t", 0), version=2) == ErrorCode.PRODUCER_FENCED
+    # The next transaction goes on with the bumped epoch.
+    assert driver.add(bumped, ("t", 1), version=2) == ErrorCode.NONE
+    assert driver.end_txn(bumped, commit=False, version=2).producer_epoch == 2
+    record = driver.written[-1]
+    key, value = encode_record(record)[:2]
+    assert value[:2] == b"\x00\x01"  # value version 1 under transaction version 2
+    decoded = decode_record(key, value)
+    assert decoded is not None and decoded.fields is not None
+    assert decoded.fields.client_transaction_version == 2
+
+
+def test_version_2_abort_with_nothing_added_bumps_the_epoch_without_markers() -> None:
+    driver = Driver()
+    producer = initialized(driver)
+    assert driver.end_txn(producer, commit=True, version=2).error == ErrorCode.INVALID_TXN_STATE
+    result = driver.end_txn(producer, commit=False, version=2)
+    assert result.error == ErrorCode.NONE and result.producer_epoch == producer.producer_epoch + 1
+    assert driver.markers[-1].partitions == frozenset()
+    assert driver.state() == TxnState.COMPLETE_ABORT
+    # Version 1 refuses the same abort, as Kafka.
+    other = Driver()
+    first = initialized(other)
+    assert other.end(first, commit=False) == ErrorCode.INVALID_TXN_STATE
+
+
+def test_version_2_end_while_the_markers_are_sent_is_concurrent() -> None:
+    driver = Driver(hold_markers=True)
+    producer = initialized(driver)
+    driver.add(producer, ("t", 0), version=2)
+    assert driver.end_txn(producer, commit=True, version=2).error == ErrorCode.NONE
+    assert driver.state() == TxnState.PREPARE_COMMIT
+    bumped = ProducerIdAndEpoch(producer.producer_id, producer.producer_epoch + 1)
+    # The client's next transaction starts at once: its implicit add waits for the markers.
+    assert driver.add(bumped, ("t", 0), version=2) == ErrorCode.CONCURRENT_TRANSACTIONS
+    # A retry of the EndTxn itself (old epoch) is concurrent too; the new epoch is early.
+    assert driver.end_txn(producer, commit=True, version=2).error == (
+        ErrorCode.CONCURRENT_TRANSACTIONS
+    )
+    assert driver.end_txn(bumped, commit=True, version=2).error == ErrorCode.PRODUCER_FENCED
+
+
+def test_version_2_exhausted_epoch_moves_to_the_next_producer_id() -> None:
+    driver = Driver()
+    producer = initialized(driver)
+    txn = driver.shard.transactions[TXN]
+    txn.current = replace(txn.current, producer_epoch=EXHAUSTED_EPOCH)
+    exhausted = ProducerIdAndEpoch(producer.producer_id, EXHAUSTED_EPOCH)
+    driver.add(exhausted, ("t", 0), version=2)
+    result = driver.end_txn(exhausted, commit=True, version=2)
+    assert result == EndResult(ErrorCode.NONE, 9000, 0)
+    assert driver.markers[-1].producer_id == producer.producer_id
+    assert driver.markers[-1].producer_epoch == EXHAUSTED_EPOCH + 1
+    current = driver.shard.transactions[TXN].current
+    assert (current.producer_id, current.producer_epoch) == (9000, 0)
+    assert current.previous_producer_id == producer.producer_id
+    # A retry with the exhausted id and epoch is answered with the new ones.
+    assert driver.end_txn(exhausted, commit=True, version=2) == EndResult(ErrorCode.NONE, 9000, 0)

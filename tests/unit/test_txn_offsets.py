@@ -36,7 +36,14 @@ from kpybroker.protocol.messages.txn_offset_commit import (
 )
 from kpybroker.protocol.records import iter_batches
 from tests.helpers.coordinator_driver import SETTINGS, Driver, txn_commit_request
-from tests.helpers.fake_services import FakeGroups, FakeTopics, call, services, topic_of
+from tests.helpers.fake_services import (
+    FakeGroups,
+    FakeTopics,
+    FakeVerifier,
+    call,
+    services,
+    topic_of,
+)
 from tests.unit.test_coordinator_offsets import committed, errors, fetch
 from tests.unit.test_coordinator_runtime import SETTINGS as RUNTIME_SETTINGS
 from tests.unit.test_coordinator_runtime import FakeCluster as RuntimeCluster
@@ -467,10 +474,45 @@ def test_txn_offset_commit_answers_unknown_partitions_without_the_coordinator() 
             ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             ("t", 0): loading or ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
         }
-    sent = [args[0] for _, args in groups.calls]
+    sent = [args[0] for method, args in groups.calls if method == "commit_transactional_offsets"]
     assert [
         [(t.name, [p.partition_index for p in t.partitions]) for t in r.topics] for r in sent
     ] == [[("t", [0])]] * 3
+
+
+def test_txn_offset_commit_adds_or_verifies_the_offsets_partition_first() -> None:
+    """v5 (transaction version 2) adds the group's offsets partition to the transaction;
+    earlier versions verify it (``transaction.partition.verification.enable``)."""
+
+    async def commit(request: txn_offset_commit.TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+        return TxnOffsetCommitResponse(topics=[])
+
+    groups = FakeGroups(partition_for=lambda group: 7, commit_transactional_offsets=commit)
+    topics = FakeTopics(topic_of("t", 1))
+    for version, add in ((4, False), (5, True)):
+        verifier = FakeVerifier()
+        request = txn_commit_request({("t", 0): 5})
+        call(services(topics=topics, groups=groups, txn_verifier=verifier), request, version)
+        assert verifier.asked == [(request.transactional_id, [("__consumer_offsets", 7)], add)]
+    off = services(
+        topics=topics,
+        groups=groups,
+        txn_verifier=(verifier := FakeVerifier()),
+        config={"transaction.partition.verification.enable": "false"},
+    )
+    call(off, txn_commit_request({("t", 0): 5}), 4)
+    assert verifier.asked == []
+    # A failed add answers every partition: retriable failures as COORDINATOR_NOT_AVAILABLE.
+    for failure, answered in (
+        (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+        (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_PRODUCER_EPOCH),
+    ):
+        failing = services(topics=topics, groups=groups, txn_verifier=FakeVerifier(failure))
+        response = call(failing, txn_commit_request({("t", 0): 5, ("nope", 0): 1}), 5)
+        assert errors(response) == {
+            ("t", 0): answered,
+            ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        }
 
 
 def test_txn_offset_commit_with_only_unknown_partitions_does_not_ask_the_coordinator() -> None:

@@ -80,6 +80,14 @@ def api_versions_ranges(p: Probe) -> None:
         p.see(f"v{version}/error", error(other.error_code))
         same = {k.api_key: f"{k.min_version}-{k.max_version}" for k in other.api_keys} == ranges
         p.see(f"v{version}/same ranges as v3", same)
+        if version == 4:
+            # The one feature kpybroker has: its range, and the level both finalize (2).
+            for f in other.supported_features:
+                if f.name == "transaction.version":
+                    p.see("v4/supported transaction.version", f"{f.min_version}-{f.max_version}")
+            for f in other.finalized_features:
+                if f.name == "transaction.version":
+                    p.see("v4/finalized transaction.version", f.max_version_level)
 
     # A version higher than any broker knows: a v0 body with error 35 and ApiVersions' range.
     frame = p.raw(18, 127)

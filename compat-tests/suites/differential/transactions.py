@@ -4,9 +4,8 @@ FindCoordinator for a transactional id, InitProducerId with one,
 AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
 ListTransactions, WriteTxnMarkers sent by a client, transactional Produce,
 and read_committed Fetch and ListOffsets (the last stable offset and the
-aborted transactions), each at the versions both brokers serve (EndTxn v5,
-transaction version 2, is not: kpybroker does not finalize
-``transaction.version``). Both brokers run with
+aborted transactions), each at the versions both brokers serve, and
+``transaction_version_2`` (KIP-890 part 2). Both brokers run with
 ``transaction.partition.verification.enable=false`` (``suite.py``), so
 Kafka does not ask its coordinator before a transactional write (KIP-890
 part 1) and both run the same protocol.
@@ -342,6 +341,35 @@ def end_txn_answers(p: Probe) -> None:
         wait_for_state(p, producer.tid, "CompleteAbort")
         p.answer(f"v{v}/abort again", end_request(producer, False), v)
         p.answer(f"v{v}/commit after the abort", end_request(producer, True), v)
+
+
+@scenario
+def transaction_version_2(p: Probe) -> None:
+    """Transaction version 2 (KIP-890): Produce v12 adds its partition; EndTxn v5 bumps the
+    epoch (its retry, the old epoch, an abort with nothing added, a commit with nothing)."""
+    topic = "diff-tv2"
+    p.create_topic(topic, 1)
+    producer = first_init(p, "diff-tv2")
+    request = produce_request(producer.tid, topic, 0, producer.records(topic, 0, [b"a", b"b"]))
+    added = p.retry(
+        lambda: p.call(request, 12),
+        lambda a: error(a.responses[0].partition_responses[0].error_code) != "NOT_ENOUGH_REPLICAS",
+        "Produce v12's implicit add",
+    )
+    p.see_whole("v12/first write adds the partition", request, 12, added)
+    p.answer("ongoing", describe_transactions.DescribeTransactionsRequest([producer.tid]), 0,
+             varies=START_TIME)  # fmt: skip
+    p.answer("v5/wrong epoch", end_request(producer, True, epoch=producer.epoch + 3), 5)
+    p.answer("v5/commit", end_request(producer, True), 5)
+    wait_for_state(p, producer.tid, "CompleteCommit")
+    p.answer("v5/commit again with the old epoch", end_request(producer, True), 5)
+    p.answer("v5/abort with the old epoch", end_request(producer, False), 5)
+    bumped = Producer(producer.tid, producer.producer_id, producer.epoch + 1)
+    p.answer("v5/commit with nothing added", end_request(bumped, True), 5)
+    p.answer("v5/abort with nothing added", end_request(bumped, False), 5)
+    wait_for_state(p, producer.tid, "CompleteAbort")
+    p.answer("completed", describe_transactions.DescribeTransactionsRequest([producer.tid]), 0,
+             varies=START_TIME)  # fmt: skip
 
 
 # -- DescribeTransactions, ListTransactions -------------------------------------------------

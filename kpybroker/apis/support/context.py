@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from kpybroker.protocol.errors import ErrorCode, KafkaError
     from kpybroker.topic_admin import Topic
     from kpybroker.transaction_coordinator.shard import (
+        EndResult,
         InitResult,
         ListFilter,
         ProducerIdAndEpoch,
@@ -214,6 +215,7 @@ class Transactions(Protocol):
         transactional_id: str,
         producer: ProducerIdAndEpoch,
         partitions: Collection[TopicPartition],
+        transaction_version: int = 1,
     ) -> ErrorCode: ...
 
     def verify_partitions(
@@ -224,14 +226,34 @@ class Transactions(Protocol):
     ) -> dict[TopicPartition, ErrorCode]: ...
 
     async def end_txn(
-        self, transactional_id: str, producer: ProducerIdAndEpoch, commit: bool
-    ) -> ErrorCode: ...
+        self,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        commit: bool,
+        transaction_version: int = 1,
+    ) -> EndResult: ...
 
     def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]: ...
 
     def list_transactions(
         self, wanted: ListFilter
     ) -> tuple[ErrorCode, list[TransactionMetadata]]: ...
+
+
+class TxnVerifier(Protocol):
+    """Asking a transaction's coordinator about a first transactional write (KIP-890;
+    ``transaction_coordinator.partition_verifier``)."""
+
+    async def add_or_verify(
+        self,
+        transactional_id: str,
+        producer: ProducerIdAndEpoch,
+        partitions: Collection[TopicPartition],
+        *,
+        add: bool,
+        abortable_known: bool,
+        before_attempt: Callable[[], None] = ...,
+    ) -> dict[TopicPartition, ErrorCode]: ...
 
 
 class TxnMarkers(Protocol):
@@ -260,6 +282,7 @@ class Services:
     producer_ids: ProducerIds
     transactions: Transactions
     txn_markers: TxnMarkers
+    txn_verifier: TxnVerifier
     #: The current broker config: dynamic changes replace it, so it is read at each use.
     config: Callable[[], BrokerConfig]
     metadata_answers: TopicAnswers
