@@ -34,7 +34,8 @@ def parse_args(argv: list[str] | None, names: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "-k",
         dest="selection",
-        help="run only matching tests (pytest's -k expression; for kafkajs a test-name regex)",
+        help="run only matching tests (pytest's -k expression; for kafkajs a test-name regex, "
+        "for franz-go a `go test -run` regex)",
     )
     parser.add_argument(
         "--target",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from compat.suite import Suite
 from suites.aiokafka_client.suite import AiokafkaSuite
 from suites.differential.suite import DifferentialSuite
+from suites.franz_go.suite import FranzGoSuite
 from suites.java_tools.suite import JavaToolsSuite
 from suites.kafka_python.suite import KafkaPythonSuite
 from suites.kafkajs.suite import KafkaJsSuite
@@ -17,6 +18,7 @@ SUITE_CLASSES: tuple[type[Suite], ...] = (
     KcatSuite,
     AiokafkaSuite,
     KafkaJsSuite,
+    FranzGoSuite,
     KafkaPythonSuite,
     JavaToolsSuite,
     DifferentialSuite,
