@@ -88,6 +88,17 @@ async def request(broker: ManagedBroker, body: object, version: int) -> object:
         connection.close()
 
 
+async def initialized(broker: ManagedBroker, transactional_id: str) -> tuple[int, int]:
+    """InitProducerId for ``transactional_id``: its producer id and epoch."""
+    connection = BrokerConnection(broker.host, broker.port, "tv-test", timeout_s=30)
+    await connection.connect()
+    try:
+        init = await init_producer_id(connection, transactional_id)
+    finally:
+        connection.close()
+    return init.producer_id, init.producer_epoch
+
+
 def produce_request(
     transactional_id: str, topic: str, producer_id: int, epoch: int, sequence: int
 ) -> ProduceRequest:
@@ -145,13 +156,7 @@ def test_produce_v12_adds_the_partition_and_end_txn_v5_bumps_the_epoch(
     create_topic(broker.bootstrap, topic, 1)
 
     async def scenario() -> None:
-        connection = BrokerConnection(broker.host, broker.port, "tv-test", timeout_s=30)
-        await connection.connect()
-        try:
-            init = await init_producer_id(connection, transactional_id)
-        finally:
-            connection.close()
-        pid, epoch = init.producer_id, init.producer_epoch
+        pid, epoch = await initialized(broker, transactional_id)
         produced = await produce_until_settled(
             broker, produce_request(transactional_id, topic, pid, epoch, 0), 12
         )
@@ -211,13 +216,9 @@ def test_produce_to_a_partition_never_added(
     create_topic(broker.bootstrap, topic, 1)
 
     async def scenario() -> ErrorCode:
-        connection = BrokerConnection(broker.host, broker.port, "tv-test", timeout_s=30)
-        await connection.connect()
-        try:
-            init = await init_producer_id(connection, transactional_id)
-        finally:
-            connection.close()
-        body = produce_request(transactional_id, topic, init.producer_id, init.producer_epoch, 0)
+        body = produce_request(
+            transactional_id, topic, *await initialized(broker, transactional_id), 0
+        )
         return ErrorCode((await produce_until_settled(broker, body, version)).error_code)
 
     expected = ErrorCode.NONE
