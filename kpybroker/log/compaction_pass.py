@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kpybroker.log.batch_filter import CleaningRound, FilterStats, filter_batch
-from kpybroker.log.cleaned_txns import AbortedBatches
+from kpybroker.log.cleaned_txns import CleanedTransactions
 from kpybroker.log.log_config import INT_MAX, CleanerConfig, LogConfig
 from kpybroker.log.names import CLEANED_SUFFIX
 from kpybroker.log.offset_map import OffsetMap
@@ -101,14 +101,15 @@ class Cleaner:
         start: int,
         end: int,
         start_position: int,
-        aborted: AbortedBatches,
+        txns: CleanedTransactions,
         stats: CleanerStats,
         check_done: CheckDone,
     ) -> OffsetMap:
         """Map the keys of ``dirty`` (the segments holding ``[start, end)``) to their latest offset.
 
         Reading starts at ``start_position`` of the first segment (an index
-        lookup for ``start``). Data of ``aborted`` transactions is not mapped.
+        lookup for ``start``). ``txns`` holds the aborted transactions of
+        ``[start, end)``, whose data is not mapped.
         Raises ``ValueError`` when the map cannot hold even the first batch's
         keys: no progress could ever be made.
         """
@@ -116,10 +117,10 @@ class Cleaner:
         offset_map = OffsetMap(
             self._config.dedupe_buffer_size, self._config.dedupe_buffer_load_factor
         )
-        next_starts = [segment.base_offset for segment in dirty[1:]] + [end]
+        next_starts = [segment.base_offset for segment in dirty[1:]] + [end] if dirty else []
         for i, (segment, next_start) in enumerate(zip(dirty, next_starts, strict=True)):
             position = start_position if i == 0 else 0
-            if self._map_segment(segment, position, start, offset_map, aborted, stats, check_done):
+            if self._map_segment(segment, position, start, offset_map, txns, stats, check_done):
                 break
             offset_map.update_latest_offset(next_start - 1)  # offsets lost to gaps count as mapped
         if dirty and offset_map.latest_offset < start:
@@ -135,14 +136,17 @@ class Cleaner:
         position: int,
         start: int,
         offset_map: OffsetMap,
-        aborted: AbortedBatches,
+        txns: CleanedTransactions,
         stats: CleanerStats,
         check_done: CheckDone,
     ) -> bool:
         """Add one segment's keys from ``start`` on; True when the map filled up on the way."""
         for _, header, data in segment.batches(position, self._chunk):
             check_done()
-            if not aborted.is_aborted(header) and not header.is_control:
+            if header.is_control:
+                first = next(iter_record_keys(data), None)
+                txns.on_control_batch_read(header, None if first is None else first.key)
+            elif not txns.on_batch_read(header):
                 for offset, key, _ in iter_record_keys(data):
                     if key is not None and offset >= start:
                         if offset_map.full:
@@ -184,10 +188,9 @@ class Cleaner:
                     self._throttler.maybe_throttle(len(data))
                     if out is not None:
                         cleaned.append(out, header.last_offset, parse_header(out).max_timestamp)
-            # Every marker is kept, so every aborted transaction stays listed.
-            for segment in group:
-                for txn in segment.txn_index.entries:
-                    cleaned.txn_index.append(txn)
+            # The aborted transactions that still have data here (Kafka's cleanedIndex).
+            for txn in cleaning.txns.take_retained():
+                cleaned.txn_index.append(txn)
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified(last_modified_ms)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kpybroker.log.batch_filter import CleaningRound
-from kpybroker.log.cleaned_txns import AbortedBatches
+from kpybroker.log.cleaned_txns import CleanedTransactions
 from kpybroker.log.compaction_pass import (
     MB,
     Cleaner,
@@ -34,6 +34,7 @@ from kpybroker.log.compaction_pass import (
 from kpybroker.log.compaction_schedule import CleanerManager, LogsView, LogToClean, TopicPartition
 from kpybroker.log.log_config import CleanerConfig
 from kpybroker.log.names import CLEANED_SUFFIX
+from kpybroker.log.partition_log import PartitionLog
 from kpybroker.log.segment import Segment, remove_segment_files
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ class LogCleaner:
         current = self._round = _Round(ltc.tp, threading.Event())
         end_offset: int | None = None
         try:
-            end_offset = await self._clean(ltc, current.abort)
+            end_offset = await self.clean(ltc, current.abort)
         except CleaningAborted:
             log.info("cleaning of %s was aborted", ltc.log.name)
         except Exception:
@@ -99,9 +100,17 @@ class LogCleaner:
             self.manager.done_cleaning(ltc, None if current.abort.is_set() else end_offset)
         return True
 
-    async def _clean(self, ltc: LogToClean, abort: threading.Event) -> int:
+    async def clean(self, ltc: LogToClean, abort: threading.Event | None = None) -> int:
         """Map the dirty section, then clean and swap in each group; returns the new first
-        dirty offset (Kafka's ``Cleaner.doClean``)."""
+        dirty offset (Kafka's ``Cleaner.doClean``). ``clean_filthiest`` chooses ``ltc`` and
+        records the result; tests call this directly to repeat a pass over the same range.
+
+        Every pass rewrites the log from its first segment, and a transaction's data
+        always comes before its marker: so a marker whose transaction left no batch
+        in the pass has none left in the log (``cleaned_txns``).
+        """
+        if abort is None:
+            abort = threading.Event()
         partition_log = ltc.log
         config = partition_log.config
         now = self._time_ms()
@@ -119,7 +128,7 @@ class LogCleaner:
             ltc.first_dirty_offset,
             ltc.first_uncleanable_offset,
             start_position,
-            AbortedBatches(
+            CleanedTransactions(
                 partition_log.collect_aborted_transactions(
                     ltc.first_dirty_offset, ltc.first_uncleanable_offset
                 )
@@ -136,9 +145,15 @@ class LogCleaner:
             ltc.first_uncleanable_offset,
         )
         size_before = partition_log.size
-        # Collected here, on the loop: the worker threads only read what they are given.
-        aborted = AbortedBatches(
-            partition_log.collect_aborted_transactions(partition_log.log_start_offset, end_offset)
+        # Collected here, on the loop: the worker threads only read what they are given. Kafka
+        # collects them segment by segment, from each one's base to the next one's: the same
+        # transactions as one search over all the segments cleaned.
+        txns = CleanedTransactions(
+            partition_log.collect_aborted_transactions(
+                groups[0][0].base_offset, self._end_of(partition_log, groups[-1][-1])
+            )
+            if groups
+            else ()
         )
         for group in groups:
             cleaning = CleaningRound(
@@ -147,7 +162,7 @@ class LogCleaner:
                 config.delete_retention_ms,
                 partition_log.producer_state.last_records(),
                 ltc.first_uncleanable_offset,
-                aborted,
+                txns,
             )
             base_offset = group[0].base_offset
             try:
@@ -172,6 +187,14 @@ class LogCleaner:
         self.last_stats = stats
         self._log_round(ltc, end_offset, stats, size_before)
         return end_offset
+
+    @staticmethod
+    def _end_of(partition_log: PartitionLog, segment: Segment) -> int:
+        """The offset ``segment``'s data ends before: the next segment's base (the active
+        segment is never cleaned, so there is one), else its next offset."""
+        segments = partition_log.segments
+        i = segments.index(segment)
+        return segments[i + 1].base_offset if i + 1 < len(segments) else segment.next_offset()
 
     async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn`` in the worker thread. If the awaiting task is cancelled (shutdown), stop

@@ -33,9 +33,13 @@ class OffsetMap:
         return self._used >= self._budget
 
     def put(self, key: bytes, offset: int) -> None:
+        """Map ``key`` to ``offset``, which also becomes the latest offset mapped (as in
+        Kafka's ``SkimpyOffsetMap.put``: a map that fills inside a batch has mapped the
+        records put before it, and the round's end offset follows the last one)."""
         if key not in self._offsets:
             self._used += len(key) + ENTRY_OVERHEAD
         self._offsets[key] = offset
+        self.latest_offset = offset
 
     def get(self, key: bytes) -> int:
         """The latest offset of ``key``, -1 when it is not in the map."""

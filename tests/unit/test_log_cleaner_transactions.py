@@ -1,5 +1,6 @@
 """Compaction of a log with transactions: aborted data never shadows committed data and is
-dropped, markers and the aborted index survive, open transactions are not cleaned."""
+dropped, markers and the aborted index survive the pass that drops it, open transactions are
+not cleaned (the removal of markers: ``test_log_cleaner_markers``)."""
 
 from __future__ import annotations
 
