@@ -344,6 +344,22 @@ def end_txn_answers(p: Probe) -> None:
 
 
 @scenario
+def init_during_a_transaction(p: Probe) -> None:
+    """InitProducerId while a transaction is open: CONCURRENT_TRANSACTIONS while the coordinator
+    aborts it with a fenced epoch; the old producer is fenced; a retry gets a new epoch."""
+    topic = "diff-idt"
+    p.create_topic(topic, 1)
+    for v in (3, 5):
+        producer = first_init(p, f"diff-idt-{v}")
+        add_partitions(p, producer, [(topic, [0])])
+        send(p, producer, topic, 0, [b"open"])
+        p.answer(f"v{v}/init while open", init_request(producer.tid), v)
+        wait_for_state(p, producer.tid, "CompleteAbort")
+        p.answer(f"v{v}/end with the fenced epoch", end_request(producer, True), 3)
+        p.answer(f"v{v}/init again", init_request(producer.tid), v)
+
+
+@scenario
 def transaction_version_2(p: Probe) -> None:
     """Transaction version 2 (KIP-890): Produce v12 adds its partition; EndTxn v5 bumps the
     epoch (its retry, the old epoch, an abort with nothing added, a commit with nothing)."""
