@@ -260,11 +260,18 @@ class PartitionRuntime(abc.ABC, Generic[S]):
             await self.ensure_topic()
         except KafkaError:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
+        leader = self.leader_of(key)
+        if leader is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
+        return ErrorCode.NONE, leader
+
+    def leader_of(self, key: str) -> int | None:
+        """The live leader of ``key``'s partition, if the topic and a live leader exist."""
         topic = self.topics.get(self.topic.name)
         state = topic.partitions.get(self.partition_for(key)) if topic else None
         if state is None or state.leader not in self.cluster.live_brokers():
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-        return ErrorCode.NONE, state.leader
+            return None
+        return state.leader
 
     async def ensure_topic(self) -> None:
         """Create the topic on first need, as Kafka's FindCoordinator does.

@@ -93,12 +93,7 @@ class TransactionCoordinator:
     def leader_of(self, transactional_id: str) -> int | None:
         """The live broker leading the id's partition of ``__transaction_state``, if any
         (without creating the topic: with no topic there is no transaction to verify)."""
-        runtime = self.runtime
-        topic = self.cluster.topics().get(runtime.topic.name)
-        state = topic.partitions.get(runtime.partition_for(transactional_id)) if topic else None
-        if state is None or state.leader not in self.cluster.live_brokers():
-            return None
-        return state.leader
+        return self.runtime.leader_of(transactional_id)
 
     # -- the producer's requests --------------------------------------------------------------
 
