@@ -33,11 +33,24 @@ from kpybroker.log.log_manager import LogManager
 from kpybroker.log.names import METADATA_STORE_DIR
 from kpybroker.metadata.builtin import BuiltinMetadataStore
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
+from kpybroker.metadata.entity_configs import IP, Entity, EntityConfigs
 from kpybroker.metadata.model import ChangeKind, Endpoint, MetadataChange
 from kpybroker.metadata.store import MetadataStore
 from kpybroker.metadata.znodes import DEFAULT_BROKER_ENTITY
 from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
 from kpybroker.producer_ids import ProducerIdManager
+from kpybroker.quotas.entity import ClientQuotaEntity
+from kpybroker.quotas.quota_managers import QuotaManagers
+from kpybroker.quotas.settings import QuotaSettings
+from kpybroker.security.acls.acl_store import AclStore
+from kpybroker.security.acls.authorizer import (
+    ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG,
+    SUPER_USERS_CONFIG,
+    configured_authorizer,
+)
+from kpybroker.security.client_security import inter_broker_security
+from kpybroker.security.listener_security import ListenerSecurity, listener_security
+from kpybroker.security.scram_users import credential_lookup
 from kpybroker.server.listener import bound_port, start_listener
 from kpybroker.topic_admin import TopicManager
 from kpybroker.transaction_coordinator.marker_writer import TxnMarkerWriter
@@ -89,6 +102,10 @@ class Broker:
         self.transactions: TransactionCoordinator | None = None
         self.txn_verifier: PartitionVerifier | None = None
         self.view: ClusterView | None = None
+        self.entity_configs: EntityConfigs | None = None
+        self.quotas = QuotaManagers.from_settings(QuotaSettings.from_config(config))
+        self.acl_store: AclStore | None = None
+        self.listener_security: dict[str, ListenerSecurity] = {}
         self.services: Services | None = None
         self.cluster_id: str | None = None
         self.servers: list[asyncio.Server] = []
@@ -108,6 +125,7 @@ class Broker:
         self.cluster_id = await self.cluster.ensure_cluster_id()
         self.view = ClusterView(self.broker_id, self.cluster_id, self.cluster)
         self.load_dynamic_config()
+        await self.start_security()
         self.logs = LogManager(
             config.log_dirs(),
             broker_id=self.broker_id,
@@ -153,6 +171,10 @@ class Broker:
             txn_verifier=self.txn_verifier,
             config=current_config,
             metadata_answers=TopicAnswers(),
+            entity_configs=self.entity_configs,
+            quotas=self.quotas,
+            authorizer=None if self.acl_store is None else self.acl_store.authorizer,
+            acls=self.acl_store,
         )
         max_request = config.get("socket.request.max.bytes")
         ports = {}
@@ -164,6 +186,7 @@ class Broker:
                 listener.host,
                 listener.port,
                 max_request,
+                self.listener_security[listener.name],
             )
             self.servers.append(server)
             ports[listener.name] = bound_port(server)
@@ -175,7 +198,13 @@ class Broker:
             config.get("broker.rack"),
             wait_s=2 * config.get_int("zookeeper.session.timeout.ms") / 1000,
         )
-        self.replicas.start(self.logs, self.cluster, self.log_config_for, settings)
+        self.replicas.start(
+            self.logs,
+            self.cluster,
+            self.log_config_for,
+            settings,
+            inter_broker_security(config),
+        )
         self.cluster.add_listener(self.on_metadata_change)
         self.cluster.add_listener(self.controller.on_change)
         self.remove_stray_logs()
@@ -218,10 +247,52 @@ class Broker:
             await self.coordinator.stop()
         if self.logs is not None:
             self.logs.close()
+        for security in self.listener_security.values():
+            await security.close()
+        if self.acl_store is not None:
+            await self.acl_store.close()
+        if self.entity_configs is not None:
+            await self.entity_configs.close()
         if self.cluster is not None:
             await self.cluster.close()
         if self.store is not None:
             await self.store.close()
+
+    async def start_security(self) -> None:
+        """Users' and clients' configs (quotas, SCRAM credentials), the ACLs, and each
+        listener's TLS and SASL: all read before the first connection is accepted."""
+        config = self.config
+        self.entity_configs = EntityConfigs(self.store, self.on_entity_change)
+        await self.entity_configs.start()
+        for entity, _ in self.entity_configs:
+            self.on_entity_change(entity)
+        authorizer = configured_authorizer(
+            config.get_str("authorizer.class.name") or "",
+            {
+                SUPER_USERS_CONFIG: config.get(SUPER_USERS_CONFIG),
+                ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG: config.get(
+                    ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG
+                ),
+            },
+        )
+        if authorizer is not None:
+            self.acl_store = AclStore(self.store, authorizer)
+            await self.acl_store.start()
+        credentials = credential_lookup(self.entity_configs.configs)
+        for listener in config.listeners():
+            security = listener_security(config, listener, credentials)
+            await security.start()
+            self.listener_security[listener.name] = security
+
+    def on_entity_change(self, entity: Entity) -> None:
+        """A user's, client id's or address's configs changed: its quotas follow."""
+        if entity[0][0] == IP:
+            return  # connection rates: applied by the listeners' connection quotas
+        configs = self.entity_configs.configs(entity)
+        try:
+            self.quotas.update_entity(ClientQuotaEntity.of(entity), configs)
+        except ValueError as exc:
+            log.error("ignoring the stored quotas of %s: %s", entity, exc)
 
     def start_task(self, work: Coroutine[Any, Any, None], name: str) -> None:
         self.tasks.append(asyncio.create_task(work, name=name))

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("log", ("kpybroker.log",)),
     ("config", ("kpybroker.config",)),
     ("metadata", ("kpybroker.metadata",)),
+    ("security", ("kpybroker.security", "kpybroker.quotas")),
     ("cluster", ("kpybroker.cluster", "kpybroker.topic_admin", "kpybroker.producer_ids")),
     ("coordinator", ("kpybroker.coordinator", "kpybroker.transaction_coordinator")),
     ("apis", ("kpybroker.apis",)),

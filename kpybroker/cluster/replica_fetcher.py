@@ -22,10 +22,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kpybroker.cluster.broker_client import BrokerConnection, BrokerConnectionError
+from kpybroker.cluster.broker_client import BrokerConnection, BrokerConnectionError, Locator
 from kpybroker.cluster.partition import Partition
 from kpybroker.cluster.replication_settings import ReplicationSettings
 from kpybroker.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
@@ -62,10 +62,9 @@ LATEST, EARLIEST = -1, -2
 CONNECTION_ERRORS = (OSError, TimeoutError, BrokerConnectionError, DecodeError)
 
 Key = tuple[str, int]
+
+
 #: Where a broker is reached: (host, port), or None while it is not registered.
-Locator = Callable[[int], tuple[str, int] | None]
-
-
 @dataclass(eq=False, slots=True)
 class FetchState:
     """One followed partition: its epoch, whether it must truncate first, its back-off."""
@@ -153,12 +152,14 @@ class ReplicaFetcher:
                 pass
 
     async def _connect(self) -> BrokerConnection:
+        if self._connection is not None and self._connection.stale:
+            self._disconnect()
         if self._connection is None:
             address = self.locate(self.leader_id)
             if address is None:
                 raise BrokerConnectionError(f"broker {self.leader_id} is not registered")
             connection = BrokerConnection(
-                *address,
+                address,
                 client_id=f"broker-{self.broker_id}-fetcher-{self.leader_id}",
                 timeout_s=self.settings.socket_timeout_ms / 1000,
             )

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from kpybroker.cluster.broker_client import PeerAddress
 from kpybroker.cluster.isr import IsrWriter
 from kpybroker.cluster.partition import Partition, Transition, monotonic_ms
 from kpybroker.cluster.replica_fetcher import FetcherManager
@@ -33,6 +34,7 @@ from kpybroker.log.log_manager import LogManager
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
 from kpybroker.metadata.model import NO_LEADER, Endpoint
 from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,8 @@ class ReplicaManager:
         self.topic_names: dict[bytes, str] = {}
         self.fenced = False
         self.settings = ReplicationSettings()
+        #: How connections to peers authenticate (the inter-broker listener's security).
+        self.peer_security: ClientSecurity = PLAINTEXT_CLIENT
         self._logs: LogManager | None = None
         self._cluster: ClusterMetadata | None = None
         self._config_for: Callable[[str], LogConfig] | None = None
@@ -69,7 +73,9 @@ class ReplicaManager:
         cluster: ClusterMetadata,
         config_for: Callable[[str], LogConfig],
         settings: ReplicationSettings,
+        peer_security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> None:
+        self.peer_security = peer_security
         self._logs = logs
         self._cluster = cluster
         self._config_for = config_for
@@ -184,14 +190,17 @@ class ReplicaManager:
             if not self.fenced:
                 self._isr.shrink(self.partitions.values(), max_lag)
 
-    def inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
+    def inter_broker_address(self, broker_id: int) -> PeerAddress | None:
         """Where this broker reaches ``broker_id``: ``inter.broker.listener.name``, else
-        the first endpoint speaking ``security.inter.broker.protocol``."""
+        the first endpoint speaking ``security.inter.broker.protocol``; with the
+        security that listener asks of its clients."""
         registration = self._cluster.live_brokers().get(broker_id)
         if registration is None:
             return None
         endpoint = _pick_endpoint(registration.endpoints, self.settings)
-        return None if endpoint is None else (endpoint.host, endpoint.port)
+        if endpoint is None:
+            return None
+        return PeerAddress(endpoint.host, endpoint.port, self.peer_security)
 
     # -- lookups for the request handlers ----------------------------------------------------
 

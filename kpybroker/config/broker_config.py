@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -207,6 +207,25 @@ class BrokerConfig:
         value = self[name]
         assert value is None or isinstance(value, tuple), name
         return value
+
+    def listener_value(self, listener: str, name: str, mechanism: str | None = None) -> object:
+        """``name`` as the listener sees it: Kafka's ``valuesWithPrefixOverride``.
+
+        ``listener.name.<listener>.<name>`` (the listener in lower case) wins over ``name``;
+        for per-mechanism SASL settings, ``listener.name.<listener>.<mechanism>.<name>``
+        (``listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config``) is the only place Kafka
+        reads on a broker, so with ``mechanism`` given nothing else is looked at.
+        """
+        prefix = f"listener.name.{listener.lower()}."
+        key = f"{prefix}{mechanism.lower()}.{name}" if mechanism else f"{prefix}{name}"
+        for _, layer in reversed(self._layers_low_to_high()):
+            if key in layer:
+                return BROKER_CONFIGS[name].parse(layer[key])
+        return None if mechanism else self[name]
+
+    def listener_getter(self, listener: str) -> Callable[[str], object]:
+        """``listener_value`` with the listener bound, for code that reads settings by name."""
+        return lambda name: self.listener_value(listener, name)
 
     @property
     def originals(self) -> Mapping[str, str]:

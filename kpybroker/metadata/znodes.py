@@ -17,7 +17,15 @@ tooling and habits for reading ZooKeeper apply unchanged:
                                                 "version":1,"leader_epoch":0,"isr":[0]}``
 ``/config/topics/<topic>``                      ``{"version":1,"config":{..}}``
 ``/config/brokers/<id>``, ``<default>``         the same, dynamic broker configs
+``/config/users/<user>``                        the same: a user's quotas and its
+                                                SCRAM credentials
+``/config/users/<user>/clients/<client-id>``    the same: quotas of a user's client
+``/config/clients/<client-id>``                 the same: quotas of a client id
+``/config/ips/<address>``                       the same: connection rate quotas
 ==============================================  ====================================
+
+Users and client ids appear in paths as Kafka's ``Sanitizer`` writes them
+(URL-encoded), and ``<default>`` names the default entity of each kind.
 
 This module is that layout and nothing else: the paths, and for each znode a
 pure encode and decode between its bytes and the values of ``model``. Keeping
@@ -36,6 +44,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, unquote_plus
 
 from kpybroker.metadata.model import (
     RECOVERED,
@@ -50,14 +59,20 @@ from kpybroker.metadata.store import NodeStat
 __all__ = [
     "BROKER_CONFIGS_PATH",
     "BROKER_IDS_PATH",
+    "CLIENTS_CONFIG_PATH",
     "CLUSTER_ID_PATH",
     "CONTAINER_PATHS",
     "CONTROLLER_EPOCH_PATH",
     "CONTROLLER_PATH",
     "DECODE_ERRORS",
     "DEFAULT_BROKER_ENTITY",
+    "DEFAULT_ENTITY",
+    "ENTITY_CONFIG_PATHS",
+    "IPS_CONFIG_PATH",
     "TOPICS_PATH",
     "TOPIC_CONFIGS_PATH",
+    "USERS_CONFIG_PATH",
+    "USER_CLIENTS",
     "TopicNode",
     "decode_broker",
     "decode_cluster_id",
@@ -66,6 +81,7 @@ __all__ = [
     "decode_controller_epoch",
     "decode_state_entry",
     "decode_topic",
+    "desanitize",
     "encode_broker",
     "encode_cluster_id",
     "encode_config",
@@ -75,6 +91,7 @@ __all__ = [
     "encode_topic",
     "partition_path",
     "partition_state_path",
+    "sanitize",
     "topic_path",
 ]
 
@@ -90,6 +107,14 @@ CONTAINER_PATHS = (BROKER_IDS_PATH, TOPICS_PATH, TOPIC_CONFIGS_PATH, BROKER_CONF
 
 DEFAULT_BROKER_ENTITY = "<default>"
 """Config entity of the cluster-wide dynamic broker configs (Kafka's ConfigEntityName.Default)."""
+DEFAULT_ENTITY = DEFAULT_BROKER_ENTITY
+"""The default user, client id or address of quota configs (the same ``<default>``)."""
+USERS_CONFIG_PATH = "/config/users"
+CLIENTS_CONFIG_PATH = "/config/clients"
+IPS_CONFIG_PATH = "/config/ips"
+ENTITY_CONFIG_PATHS = (USERS_CONFIG_PATH, CLIENTS_CONFIG_PATH, IPS_CONFIG_PATH)
+USER_CLIENTS = "clients"
+"""The child of a user's config znode under which its client ids' configs are."""
 
 DECODE_ERRORS = (ValueError, KeyError, TypeError, AttributeError)
 """What a decoder raises on a malformed payload."""
@@ -269,4 +294,19 @@ def encode_config(configs: Mapping[str, str]) -> bytes:
 
 
 def decode_config(name: str, data: bytes, stat: NodeStat) -> dict[str, str]:
+    """A config znode's settings; an empty node (a parent made for a user's client ids,
+    as ZooKeeper's recursive create leaves it) holds none."""
+    if not data:
+        return {}
     return {key: str(value) for key, value in (json.loads(data).get("config") or {}).items()}
+
+
+def sanitize(name: str) -> str:
+    """A user or client id as a path component: Kafka's ``Sanitizer.sanitize`` (Java's
+    URLEncoder, with ``*`` and space percent-encoded too)."""
+    return quote(name, safe=".-_").replace("~", "%7E")
+
+
+def desanitize(component: str) -> str:
+    """Kafka's ``Sanitizer.desanitize`` (Java's URLDecoder: ``+`` is a space)."""
+    return unquote_plus(component, errors="strict")

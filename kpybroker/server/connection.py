@@ -1,9 +1,17 @@
-"""One client connection: framing, strictly ordered answers, back-pressure.
+"""One client connection: TLS, SASL, framing, strictly ordered answers, back-pressure.
 
 Requests on a connection are handled one after another and answered in the
 order they arrived, as Kafka does (the Java client pairs each response with
 its oldest in-flight request). Reading pauses while too many requests wait,
 and handling pauses while the socket's write buffer is full.
+
+On an SSL or SASL_SSL listener the TLS handshake comes first
+(``loop.start_tls``, so that a failed handshake is ours to log, once, with the
+client's address, as Kafka logs it); the client certificate, if any, gives
+the principal. On a SASL listener the frames go to the connection's
+:class:`SaslAuthenticator` until it is done (before that no handler sees a
+request), and a failed attempt is answered and closed only after
+``connection.failed.authentication.delay.ms``.
 """
 
 from __future__ import annotations
@@ -11,25 +19,44 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections import deque
 from typing import Any
 
 from kpybroker.apis.support.context import Services
+from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.framing import FrameDecoder, FrameTooLargeError
-from kpybroker.server.dispatch import MALFORMED, CloseConnection, dispatch
+from kpybroker.security.listener_security import PLAINTEXT, ListenerSecurity
+from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
+from kpybroker.server.dispatch import MALFORMED, CloseConnection, answer, dispatch
+from kpybroker.server.sasl_authenticator import AuthFailure, SaslAuthenticator
 
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_REQUESTS = 64
+#: Kafka's ``DEFAULT_SSL_HANDSHAKE_TIMEOUT``-like bound on a TLS handshake (asyncio's default).
+TLS_HANDSHAKE_TIMEOUT_S = 60.0
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(
-        self, services: Services, open_connections: set, listener: str, max_request_size: int
+        self,
+        services: Services,
+        open_connections: set,
+        listener: str,
+        max_request_size: int,
+        security: ListenerSecurity = PLAINTEXT,
     ) -> None:
         self.services = services
         self.open_connections = open_connections  # the listener's, closed on shutdown
         self.listener = listener
+        self.security = security
+        self.max_request_size = max_request_size
+        self.principal: KafkaPrincipal = ANONYMOUS
+        self.authenticator: SaslAuthenticator | None = None
+        if security.sasl is not None:
+            self.authenticator = SaslAuthenticator(security.sasl, self.answer_api_versions)
+            max_request_size = security.sasl.max_receive_size
         self.decoder = FrameDecoder(max_request_size)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -49,8 +76,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         sock = transport.get_extra_info("socket")
-        self.sock_fd = sock.fileno() if sock is not None else -1
+        # sendfile writes past TLS: only plain sockets get it.
+        self.sock_fd = sock.fileno() if sock is not None and self.security.tls is None else -1
         self.open_connections.add(self)
+        if self.security.tls is not None:
+            self.transport.pause_reading()  # the first bytes are the TLS handshake's
         self.task = asyncio.get_running_loop().create_task(self.serve())
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -61,6 +91,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             frames = self.decoder.buffer_updated(nbytes)
         except FrameTooLargeError as exc:
+            if self.authenticator is not None and not self.authenticator.complete:
+                # Kafka fails the SASL attempt (logged, answered after the delay).
+                self.pending.append(
+                    AuthFailure(  # type: ignore[arg-type]
+                        "Failing SASL authentication due to invalid receive size"
+                    )
+                )
+                self.wakeup.set()
+                self.transport.pause_reading()
+                return
             log.warning("closing connection from %s: %s", self.peer, exc)
             self.close()
             return
@@ -92,9 +132,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     # request loop ---------------------------------------------------------
 
+    @property
+    def client_host(self) -> str:
+        return self.peer.rsplit(":", 1)[0]
+
     async def serve(self) -> None:
-        host = self.peer.rsplit(":", 1)[0]
         try:
+            if self.security.tls is not None and not await self.start_tls():
+                return
             while not self.closed:
                 if not self.pending:
                     self.wakeup.clear()
@@ -103,14 +148,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 frame = self.pending.popleft()
                 if frame is None:
                     break
+                if isinstance(frame, AuthFailure):
+                    raise frame
                 if self.reading_paused and len(self.pending) < MAX_QUEUED_REQUESTS // 2:
                     self.reading_paused = False
                     self.transport.resume_reading()
-                parts = await dispatch(frame, self.services, host, self.listener)
+                if self.authenticator is not None and not await self.authenticated(frame):
+                    continue
+                parts = await dispatch(
+                    frame, self.services, self.client_host, self.listener, self.principal
+                )
                 if parts is not None and not self.closed:
-                    if not self.can_write.is_set():
-                        await self.can_write.wait()
-                    self.write_parts(parts)
+                    await self.send(parts)
+        except AuthFailure as exc:
+            await self.fail_authentication(exc)
+            return
+        except DecodeError as exc:
+            log.warning("closing connection from %s: %s", self.peer, exc)
         except CloseConnection as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
         except MALFORMED as exc:
@@ -120,6 +174,80 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except Exception:
             log.exception("closing connection from %s after an unexpected error", self.peer)
         self.close()
+
+    async def send(self, parts: list[Any]) -> None:
+        if not self.can_write.is_set():
+            await self.can_write.wait()
+        if not self.closed:
+            self.write_parts(parts)
+
+    # security -------------------------------------------------------------
+
+    async def start_tls(self) -> bool:
+        """The TLS handshake; False (logged, closed) when it fails."""
+        loop = asyncio.get_running_loop()
+        try:
+            self.transport = await loop.start_tls(
+                self.transport,
+                self,
+                self.security.tls,
+                server_side=True,
+                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S,
+            )
+        except (OSError, TimeoutError, ConnectionError) as exc:
+            log.info("Failed authentication with %s (SSL handshake failed: %s)", self.peer, exc)
+            self.close()
+            return False
+        if self.transport is None:  # closed during the handshake
+            return False
+        ssl_object = self.transport.get_extra_info("ssl_object")
+        certificate = ssl_object.getpeercert(binary_form=True) if ssl_object else None
+        if self.authenticator is None:
+            self.principal = self.security.certificate_principal(certificate)
+        return True
+
+    async def authenticated(self, frame: bytearray) -> bool:
+        """Whether ``frame`` is for a handler: False when the SASL exchange took it.
+
+        Raises ``AuthFailure`` for a failed attempt, and ``CloseConnection`` for a
+        request on a session past its lifetime (KIP-368: Kafka closes those).
+        """
+        authenticator = self.authenticator
+        assert authenticator is not None
+        if authenticator.complete:
+            if authenticator.wants_reauthentication(frame):
+                authenticator.begin_reauthentication()
+            elif authenticator.session_expired(time.monotonic()):
+                raise CloseConnection("its SASL session expired without re-authentication")
+            else:
+                return True
+        parts = await authenticator.receive(frame)
+        await self.send(parts)
+        if authenticator.complete:
+            assert authenticator.principal is not None
+            self.principal = authenticator.principal
+            self.decoder.max_frame_size = self.max_request_size
+        return False
+
+    async def answer_api_versions(self, frame: bytearray) -> tuple[list[Any], bool]:
+        """ApiVersions before authentication, answered as after it (Kafka's
+        ``apiVersionSupplier``); succeeded unless it carries an error."""
+        answered = await answer(frame, self.services, self.client_host, self.listener)
+        assert answered is not None
+        parts, response = answered
+        return parts, response is not None and response.error_code == 0
+
+    async def fail_authentication(self, failure: AuthFailure) -> None:
+        """Log once, wait ``connection.failed.authentication.delay.ms``, answer, close."""
+        log.info("Failed authentication with %s (%s)", self.peer, failure)
+        if self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+        await asyncio.sleep(self.security.failed_authentication_delay_ms / 1000)
+        if failure.answer is not None and not self.closed:
+            self.write_parts(failure.answer)
+        self.close()
+
+    # writing --------------------------------------------------------------
 
     def write_parts(self, parts: list[Any]) -> None:
         """Write a response: each run of buffers with one ``writelines`` (one ``writev``

@@ -24,6 +24,7 @@ from kpybroker.protocol.framing import (
     response_header,
 )
 from kpybroker.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
+from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +41,33 @@ def unsupported_api_versions(correlation_id: int) -> list[Any]:
 
 
 async def dispatch(
-    frame: bytearray, services: Services, client_host: str, listener: str
+    frame: bytearray,
+    services: Services,
+    client_host: str,
+    listener: str,
+    principal: KafkaPrincipal = ANONYMOUS,
 ) -> list[Any] | None:
     """Handle one request frame; return the framed response parts, or None for no response."""
+    answered = await answer(frame, services, client_host, listener, principal)
+    return None if answered is None else answered[0]
+
+
+async def answer(
+    frame: bytearray,
+    services: Services,
+    client_host: str,
+    listener: str,
+    principal: KafkaPrincipal = ANONYMOUS,
+) -> tuple[list[Any], Any] | None:
+    """``dispatch``, also returning the response object (None when the answer was made
+    before any handler ran); None when the request has no answer."""
     api_key, api_version, correlation_id = peek_api(frame)
     spec = REGISTRY.get(api_key)
     if spec is None:
         raise CloseConnection(f"unknown API key {api_key}")
     if not spec.accepts(api_version):
         if api_key == API_VERSIONS_KEY and api_version > spec.max_version:
-            return unsupported_api_versions(correlation_id)
+            return unsupported_api_versions(correlation_id), None
         raise CloseConnection(f"unsupported {spec.name} version {api_version}")
     try:
         header = parse_request_header(frame)
@@ -63,10 +81,13 @@ async def dispatch(
         client_id=header.client_id,
         client_host=client_host,
         listener=listener,
+        principal=principal,
+        api_name=spec.name,
     )
     response = await spec.handler(ctx, request)
     if response is None:
         return None
-    return frame_response(
+    parts = frame_response(
         response_header(api_key, api_version, correlation_id), response.encode(api_version)
     )
+    return parts, response

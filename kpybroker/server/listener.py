@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 from kpybroker.apis.support.context import Services
+from kpybroker.security.listener_security import ListenerSecurity
 from kpybroker.server.connection import KafkaConnection
 
 log = logging.getLogger(__name__)
@@ -18,6 +19,7 @@ async def start_listener(
     host: str,
     port: int,
     max_request_size: int,
+    security: ListenerSecurity,
 ) -> asyncio.Server:
     """Listen on ``host:port`` (all interfaces when host is empty; port 0 picks a free one).
 
@@ -26,7 +28,7 @@ async def start_listener(
     """
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: KafkaConnection(services, open_connections, name, max_request_size),
+        lambda: KafkaConnection(services, open_connections, name, max_request_size, security),
         host or None,
         port,
         reuse_address=True,

@@ -25,7 +25,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 
-from kpybroker.cluster.broker_client import BrokerConnectionError, BrokerConnections
+from kpybroker.cluster.broker_client import BrokerConnectionError, BrokerConnections, Locator
 from kpybroker.metadata.model import NO_LEADER, TopicMetadata
 from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.errors import ErrorCode
@@ -66,7 +66,7 @@ class MarkerChannel:
         self,
         broker_id: int,
         topics: Callable[[], Mapping[str, TopicMetadata]],
-        locate: Callable[[int], tuple[str, int] | None],
+        locate: Locator,
         local: TxnMarkerWriter,
         *,
         request_timeout_ms: int,

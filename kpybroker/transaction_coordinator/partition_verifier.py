@@ -33,7 +33,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kpybroker.cluster.broker_client import BrokerConnectionError, BrokerConnections
+from kpybroker.cluster.broker_client import BrokerConnectionError, BrokerConnections, Locator
 from kpybroker.config.setting_fields import broker_setting, settings_from_config
 from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.errors import ErrorCode
@@ -73,7 +73,7 @@ class PartitionVerifier:
         self,
         broker_id: int,
         coordinator: TransactionCoordinator,
-        locate: Callable[[int], tuple[str, int] | None],
+        locate: Locator,
         settings: VerifierSettings,
     ) -> None:
         self.broker_id = broker_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -22,8 +22,13 @@ from kpybroker.apis.support.registry import REGISTRY
 from kpybroker.cluster.replica_manager import LeaderHint
 from kpybroker.cluster.view import BrokerAddress
 from kpybroker.config import BrokerConfig
+from kpybroker.metadata.entity_configs import Entity
 from kpybroker.metadata.model import PartitionMetadata, PartitionState, TopicMetadata
 from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.quotas.quota_managers import QuotaManagers
+from kpybroker.quotas.settings import QuotaSettings
+from kpybroker.security.acls.authorizer import AclAuthorizer
+from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
 from kpybroker.topic_admin import Topic
 
 BROKER_ID = 0
@@ -285,6 +290,27 @@ class FakeProducerIds:
         return self.next - 1
 
 
+class FakeEntityConfigs:
+    """Users', client ids' and addresses' configs in a dict."""
+
+    def __init__(self) -> None:
+        self.entities: dict[Entity, dict[str, str]] = {}
+
+    def configs(self, entity: Entity) -> Mapping[str, str]:
+        return MappingProxyType(self.entities.get(entity, {}))
+
+    def __iter__(self) -> Iterator[tuple[Entity, Mapping[str, str]]]:
+        return iter(list(self.entities.items()))
+
+    async def alter(self, entity: Entity, changes: Mapping[str, str | None]) -> None:
+        configs = self.entities.setdefault(entity, {})
+        for key, value in changes.items():
+            if value is None:
+                configs.pop(key, None)
+            else:
+                configs[key] = value
+
+
 def services(
     *,
     topics: FakeTopics | None = None,
@@ -296,8 +322,13 @@ def services(
     txn_verifier: Any = None,
     log_dir: Path = Path("/nonexistent"),
     config: dict[str, str] | None = None,
+    authorizer: AclAuthorizer | None = None,
+    acls: Any = None,
+    entity_configs: FakeEntityConfigs | None = None,
 ) -> Services:
-    """Services of fakes, with a broker config of ``config`` over the defaults."""
+    """Services of fakes, with a broker config of ``config`` over the defaults.
+
+    ``authorizer``: a real ``AclAuthorizer`` to decide (None: everything is allowed)."""
     topics = topics or FakeTopics()
     settings = BrokerConfig(config or {})
     return Services(
@@ -313,15 +344,30 @@ def services(
         txn_verifier=txn_verifier or FakeVerifier(),
         config=lambda: settings,
         metadata_answers=TopicAnswers(),
+        entity_configs=entity_configs or FakeEntityConfigs(),
+        quotas=QuotaManagers.from_settings(QuotaSettings.from_config(settings)),
+        authorizer=authorizer,
+        acls=acls,
     )
 
 
-def call(services_: Services, request: Any, version: int) -> Any:
+def call(
+    services_: Services, request: Any, version: int, principal: KafkaPrincipal = ANONYMOUS
+) -> Any:
     """Run the handler registered for ``request``'s API at ``version``, as dispatch does,
     and return the response as the client decodes it (None when there is no answer)."""
     spec = next(s for s in REGISTRY.values() if isinstance(request, s.request_class))
     assert spec.accepts(version), f"{spec.name} v{version} is not served"
-    ctx = RequestContext(services_, version, 7, "unit-test", "127.0.0.1", LISTENER)
+    ctx = RequestContext(
+        services_,
+        version,
+        7,
+        "unit-test",
+        "127.0.0.1",
+        LISTENER,
+        principal=principal,
+        api_name=spec.name,
+    )
     result: Awaitable[Any] = spec.handler(ctx, request)
     response = asyncio.run(result)
     if response is None:

@@ -17,7 +17,7 @@ import pytest
 
 import kpybroker.broker
 from kpybroker.broker import Broker
-from kpybroker.cluster.broker_client import BrokerConnection
+from kpybroker.cluster.broker_client import BrokerConnection, PeerAddress
 from kpybroker.config import BrokerConfig
 from kpybroker.metadata.builtin import BuiltinEnsemble, BuiltinMetadataStore
 from kpybroker.protocol.errors import ErrorCode
@@ -88,7 +88,7 @@ class Cluster:
     async def call(self, broker: Broker, request: Any, version: int) -> Any:
         address = broker.services.cluster.live_brokers("PLAINTEXT")
         port = next(a.port for a in address if a.broker_id == broker.broker_id)
-        connection = BrokerConnection("127.0.0.1", port, "test", timeout_s=10)
+        connection = BrokerConnection(PeerAddress("127.0.0.1", port), "test", timeout_s=10)
         await connection.connect()
         try:
             return await connection.request(request, version)

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from kpybroker.cluster.broker_client import BrokerConnection
+from kpybroker.cluster.broker_client import BrokerConnection, PeerAddress
 from kpybroker.coordinator.partitioning import partition_for
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages.api_versions import ApiVersionsRequest
@@ -80,7 +80,7 @@ def test_java_producer_follows_the_finalized_transaction_version(
 
 
 async def request(broker: ManagedBroker, body: object, version: int) -> object:
-    connection = BrokerConnection(broker.host, broker.port, "tv-test", timeout_s=30)
+    connection = BrokerConnection(PeerAddress(broker.host, broker.port), "tv-test", timeout_s=30)
     await connection.connect()
     try:
         return await connection.request(body, version)
@@ -90,7 +90,7 @@ async def request(broker: ManagedBroker, body: object, version: int) -> object:
 
 async def initialized(broker: ManagedBroker, transactional_id: str) -> tuple[int, int]:
     """InitProducerId for ``transactional_id``: its producer id and epoch."""
-    connection = BrokerConnection(broker.host, broker.port, "tv-test", timeout_s=30)
+    connection = BrokerConnection(PeerAddress(broker.host, broker.port), "tv-test", timeout_s=30)
     await connection.connect()
     try:
         init = await init_producer_id(connection, transactional_id)

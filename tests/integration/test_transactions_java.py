@@ -36,7 +36,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kpybroker.cluster.broker_client import BrokerConnection
+from kpybroker.cluster.broker_client import BrokerConnection, PeerAddress
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kpybroker.protocol.messages.init_producer_id import (
@@ -279,7 +279,9 @@ async def open_hanging_transaction(
     so the coordinator knows the id, but no AddPartitionsToTxn names the partition:
     the coordinator will never end the transaction there. Returns (producer id, epoch).
     """
-    connection = BrokerConnection(broker.host, broker.port, "hanging-maker", timeout_s=30)
+    connection = BrokerConnection(
+        PeerAddress(broker.host, broker.port), "hanging-maker", timeout_s=30
+    )
     await connection.connect()
     try:
         init = await init_producer_id(connection, transactional_id)

@@ -2,7 +2,7 @@
 
 The layers, bottom first, are listed in ``scripts/import_graph.py``
 (``python scripts/import_graph.py`` prints the graph this test reads):
-protocol, log, config, metadata, cluster, coordinator, apis, server, broker,
+protocol, log, config, metadata, security (and quotas), cluster, coordinator, apis, server, broker,
 entry points. A module may import from its own layer and the ones below;
 the wire layer imports nothing else of the broker; only the entry points
 import the broker, which wires the services together.

@@ -55,10 +55,8 @@ NOT_CONFIGS = {
 NAMED_NOT_READ = {
     # config/broker.py names them to type per-listener, per-mechanism overrides
     # (listener.name.NAME.MECHANISM.sasl.jaas.config) for DescribeConfigs.
-    "sasl.jaas.config",
     "sasl.login.class",
     "sasl.login.callback.handler.class",
-    "sasl.server.callback.handler.class",
 }
 
 

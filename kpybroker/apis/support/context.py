@@ -9,10 +9,13 @@ coordinator and its marker writer, and the current config. The broker
 builds one :class:`Services` when it starts and hands it to the listeners;
 a unit test builds one of fakes.
 
-Cross-cutting concerns that are coming (the authorizer, the quota manager)
-are added here, as further fields of
-``Services``, and reach every handler without any handler reaching through
-another object to find them.
+Cross-cutting concerns are fields of ``Services`` too, and reach every
+handler without any handler reaching through another object to find them:
+the authorizer (None when ``authorizer.class.name`` is empty: everything is
+allowed, as in Kafka), asked through the ``RequestContext`` methods that put
+the request's principal and address into each question, Kafka's ``AuthHelper``;
+the ACLs themselves, the users' and clients' configs (quotas, SCRAM
+credentials), and the client quota managers.
 """
 
 from __future__ import annotations
@@ -21,6 +24,16 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from kpybroker.security.acls.authorizer import client_host as acl_host
+from kpybroker.security.acls.model import (
+    CLUSTER_NAME,
+    AclOperation,
+    ResourceType,
+    supported_operations,
+    to_32bit_field,
+)
+from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from kpybroker.apis.support.metadata_answers import TopicAnswers
@@ -31,8 +44,12 @@ if TYPE_CHECKING:
     from kpybroker.config.describe import ConfigEntry
     from kpybroker.coordinator.interface import Caller
     from kpybroker.log.partition_log import PartitionLog
+    from kpybroker.metadata.entity_configs import Entity
     from kpybroker.metadata.model import TopicMetadata
     from kpybroker.protocol.errors import ErrorCode, KafkaError
+    from kpybroker.quotas.quota_managers import QuotaManagers
+    from kpybroker.security.acls.acl_store import AclDeleteResult, AclError
+    from kpybroker.security.acls.model import AclBinding, AclBindingFilter
     from kpybroker.topic_admin import Topic
     from kpybroker.transaction_coordinator.shard import (
         EndResult,
@@ -269,6 +286,53 @@ class TxnMarkers(Protocol):
     ) -> dict[TopicPartition, ErrorCode]: ...
 
 
+class Authorizer(Protocol):
+    """The ACL authorizer (``security.acls.authorizer.AclAuthorizer``)."""
+
+    def authorize(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+        *,
+        log_if_denied: bool = True,
+    ) -> bool: ...
+
+    def authorize_by_resource_type(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool: ...
+
+    def authorized_operations_field(
+        self, principal: KafkaPrincipal, host: str, resource_type: ResourceType, name: str
+    ) -> int: ...
+
+    def acls(self, binding_filter: AclBindingFilter) -> list[AclBinding]: ...
+
+
+class AclAdmin(Protocol):
+    """Creating and deleting ACLs, in the metadata store (``security.acls.acl_store``)."""
+
+    async def create(self, bindings: Sequence[AclBinding]) -> list[AclError | None]: ...
+
+    async def delete(self, filters: Sequence[AclBindingFilter]) -> list[AclDeleteResult]: ...
+
+
+class EntityConfigStore(Protocol):
+    """The configs of users, client ids and addresses (``metadata.entity_configs``)."""
+
+    def configs(self, entity: Entity) -> Mapping[str, str]: ...
+
+    def __iter__(self) -> Iterator[tuple[Entity, Mapping[str, str]]]: ...
+
+    async def alter(self, entity: Entity, changes: Mapping[str, str | None]) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     """Everything a handler may use, one narrow interface each; built once by the broker."""
@@ -286,6 +350,12 @@ class Services:
     #: The current broker config: dynamic changes replace it, so it is read at each use.
     config: Callable[[], BrokerConfig]
     metadata_answers: TopicAnswers
+    entity_configs: EntityConfigStore
+    quotas: QuotaManagers
+    #: None: no ``authorizer.class.name``, every request is allowed.
+    authorizer: Authorizer | None = None
+    #: None exactly when ``authorizer`` is: the ACL APIs answer SECURITY_DISABLED.
+    acls: AclAdmin | None = None
 
 
 @dataclass(slots=True)
@@ -298,3 +368,80 @@ class RequestContext:
     client_id: str | None
     client_host: str
     listener: str
+    #: Who the request acts as: ``User:ANONYMOUS`` until TLS or SASL says otherwise.
+    principal: KafkaPrincipal = ANONYMOUS
+    #: The API's name (``Produce``), for messages.
+    api_name: str = ""
+
+    # -- authorization (Kafka's AuthHelper) ------------------------------------------
+
+    def authorize(
+        self,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+        *,
+        log_if_denied: bool = True,
+    ) -> bool:
+        """May this request's principal, from its address, do ``operation`` on the resource?"""
+        authorizer = self.services.authorizer
+        return authorizer is None or authorizer.authorize(
+            self.principal,
+            acl_host(self.client_host),
+            operation,
+            resource_type,
+            name,
+            log_if_denied=log_if_denied,
+        )
+
+    def authorize_cluster(self, operation: AclOperation, *, log_if_denied: bool = True) -> bool:
+        return self.authorize(
+            operation, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=log_if_denied
+        )
+
+    def cluster_denial_message(self, operation: AclOperation) -> str:
+        """The message of Kafka's ``authorizeClusterOperation`` refusal, which the admin
+        APIs answered by the controller carry ("Request ... needs ALTER permission."); Kafka
+        prints its whole internal request there, kpybroker the API and the principal."""
+        return (
+            f"Request {self.api_name}(principal={self.principal}, clientId={self.client_id}) "
+            f"needs {operation.name} permission."
+        )
+
+    def authorized_names(
+        self,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        names: Iterable[str],
+        *,
+        log_if_denied: bool = True,
+    ) -> set[str]:
+        """The names among ``names`` the principal may act on (Kafka's filterByAuthorized:
+        one question per distinct name)."""
+        distinct = set(names)
+        if self.services.authorizer is None:
+            return distinct
+        return {
+            name
+            for name in distinct
+            if self.authorize(operation, resource_type, name, log_if_denied=log_if_denied)
+        }
+
+    def authorize_by_resource_type(
+        self, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """May the principal do ``operation`` on some resource of this type?"""
+        authorizer = self.services.authorizer
+        return authorizer is None or authorizer.authorize_by_resource_type(
+            self.principal, acl_host(self.client_host), operation, resource_type
+        )
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The 32-bit field of what the principal may do on the resource (every supported
+        operation without an authorizer)."""
+        authorizer = self.services.authorizer
+        if authorizer is None:
+            return to_32bit_field(supported_operations(resource_type))
+        return authorizer.authorized_operations_field(
+            self.principal, acl_host(self.client_host), resource_type, name
+        )

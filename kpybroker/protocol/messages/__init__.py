@@ -41,6 +41,10 @@ from kpybroker.protocol.messages import incremental_alter_configs
 from kpybroker.protocol.messages import alter_partition_reassignments
 from kpybroker.protocol.messages import list_partition_reassignments
 from kpybroker.protocol.messages import offset_delete
+from kpybroker.protocol.messages import describe_client_quotas
+from kpybroker.protocol.messages import alter_client_quotas
+from kpybroker.protocol.messages import describe_user_scram_credentials
+from kpybroker.protocol.messages import alter_user_scram_credentials
 from kpybroker.protocol.messages import describe_cluster
 from kpybroker.protocol.messages import describe_producers
 from kpybroker.protocol.messages import describe_transactions
@@ -88,6 +92,10 @@ SCHEMAS = {
     45: alter_partition_reassignments,
     46: list_partition_reassignments,
     47: offset_delete,
+    48: describe_client_quotas,
+    49: alter_client_quotas,
+    50: describe_user_scram_credentials,
+    51: alter_user_scram_credentials,
     60: describe_cluster,
     61: describe_producers,
     65: describe_transactions,
