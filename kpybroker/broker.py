@@ -26,6 +26,7 @@ from kpybroker.cluster.replica_manager import ReplicaManager
 from kpybroker.cluster.replication_settings import ReplicationSettings
 from kpybroker.cluster.view import ClusterView
 from kpybroker.config import BrokerConfig, ConfigError, effective_topic_config
+from kpybroker.config.quota_table import CONNECTION_CREATION_RATE
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.service import GroupCoordinator
 from kpybroker.log.log_config import LogConfig, LogManagerConfig
@@ -39,9 +40,10 @@ from kpybroker.metadata.store import MetadataStore
 from kpybroker.metadata.znodes import DEFAULT_BROKER_ENTITY
 from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
 from kpybroker.producer_ids import ProducerIdManager
-from kpybroker.quotas.entity import ClientQuotaEntity
+from kpybroker.quotas.connection_quotas import ConnectionQuotas
+from kpybroker.quotas.entity import DEFAULT, ClientQuotaEntity
 from kpybroker.quotas.quota_managers import QuotaManagers
-from kpybroker.quotas.settings import QuotaSettings
+from kpybroker.quotas.settings import QuotaSettings, connection_limits
 from kpybroker.security.acls.acl_store import AclStore
 from kpybroker.security.acls.authorizer import (
     ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG,
@@ -51,6 +53,8 @@ from kpybroker.security.acls.authorizer import (
 from kpybroker.security.client_security import inter_broker_security
 from kpybroker.security.listener_security import ListenerSecurity, listener_security
 from kpybroker.security.scram_users import credential_lookup
+from kpybroker.server.connection import ListenerSettings
+from kpybroker.server.connection_gate import ConnectionGate
 from kpybroker.server.listener import bound_port, start_listener
 from kpybroker.topic_admin import TopicManager
 from kpybroker.transaction_coordinator.marker_writer import TxnMarkerWriter
@@ -103,7 +107,11 @@ class Broker:
         self.txn_verifier: PartitionVerifier | None = None
         self.view: ClusterView | None = None
         self.entity_configs: EntityConfigs | None = None
-        self.quotas = QuotaManagers.from_settings(QuotaSettings.from_config(config))
+        quota_settings = QuotaSettings.from_config(config)
+        self.quotas = QuotaManagers.from_settings(quota_settings)
+        self.connection_quotas = ConnectionQuotas(
+            connection_limits(config), quota_settings.client_window
+        )
         self.acl_store: AclStore | None = None
         self.listener_security: dict[str, ListenerSecurity] = {}
         self.services: Services | None = None
@@ -176,17 +184,21 @@ class Broker:
             authorizer=None if self.acl_store is None else self.acl_store.authorizer,
             acls=self.acl_store,
         )
-        max_request = config.get("socket.request.max.bytes")
+        max_request = config.get_int("socket.request.max.bytes")
+        backlog = config.get_int("socket.listen.backlog.size")
+        gate = ConnectionGate(self.connection_quotas, backlog)
         ports = {}
         for listener in config.listeners():
+            listener_settings = ListenerSettings(
+                listener.name, max_request, self.listener_security[listener.name], gate
+            )
             server = await start_listener(
                 self.services,
                 self.connections,
-                listener.name,
+                listener_settings,
                 listener.host,
                 listener.port,
-                max_request,
-                self.listener_security[listener.name],
+                backlog,
             )
             self.servers.append(server)
             ports[listener.name] = bound_port(server)
@@ -286,9 +298,14 @@ class Broker:
 
     def on_entity_change(self, entity: Entity) -> None:
         """A user's, client id's or address's configs changed: its quotas follow."""
-        if entity[0][0] == IP:
-            return  # connection rates: applied by the listeners' connection quotas
         configs = self.entity_configs.configs(entity)
+        if entity[0][0] == IP:
+            address = entity[0][1]
+            rate = configs.get(CONNECTION_CREATION_RATE)
+            self.connection_quotas.update_ip_connection_rate(
+                DEFAULT if address is None else address, None if rate is None else int(rate)
+            )
+            return
         try:
             self.quotas.update_entity(ClientQuotaEntity.of(entity), configs)
         except ValueError as exc:

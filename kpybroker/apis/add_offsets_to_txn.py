@@ -5,14 +5,20 @@ transaction, so that its end marker reaches that partition and the group
 coordinator makes the transaction's offset commits visible or drops them.
 Versions: 2 lets the answer be PRODUCER_FENCED (older clients get
 INVALID_PRODUCER_EPOCH), 3 is flexible, 4 only adds TRANSACTION_ABORTABLE.
+
+Authorization, as Kafka's handler: WRITE on the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the group
+(GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
+from kpybroker.apis.support.authorization import may_read_group, may_write_transaction
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.producer_fencing import fenced_error_for
 from kpybroker.apis.support.registry import api
 from kpybroker.metadata.topic_names import OFFSETS_TOPIC
+from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import add_offsets_to_txn
 from kpybroker.protocol.messages.add_offsets_to_txn import (
     AddOffsetsToTxnRequest,
@@ -27,6 +33,10 @@ PRODUCER_FENCED_FROM = 2
 async def handle_add_offsets_to_txn(
     ctx: RequestContext, request: AddOffsetsToTxnRequest
 ) -> AddOffsetsToTxnResponse:
+    if not may_write_transaction(ctx, request.transactional_id):
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not may_read_group(ctx, request.group_id):
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     offsets_partition = (OFFSETS_TOPIC, ctx.services.groups.partition_for(request.group_id))
     error = await ctx.services.transactions.add_partitions(
         request.transactional_id,

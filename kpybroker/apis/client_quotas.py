@@ -56,7 +56,7 @@ async def handle_describe_client_quotas(
 ) -> DescribeClientQuotasResponse:
     if not ctx.authorize_cluster(AclOperation.DESCRIBE_CONFIGS):
         return DescribeClientQuotasResponse(
-            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, entries=None
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None, entries=None
         )
     try:
         exact, specified = _read_filter(request)

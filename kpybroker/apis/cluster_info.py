@@ -10,16 +10,19 @@ answer holds at most ``response_partition_limit`` partitions (capped by
 ``max.request.partition.size.limit``); ``next_cursor`` says where the next page starts.
 An empty topic list means every topic; topics that do not exist are then left out
 rather than reported.
+
+Authorization as Kafka 4's: DescribeCluster checks nothing but, when asked for the
+cluster's authorized operations, reports them only to a principal allowed DESCRIBE on
+the cluster (0 otherwise). DescribeTopicPartitions needs DESCRIBE on each topic (every
+one from the cursor on is checked): refused topics are left out of an all-topics
+answer, or come after the others with TOPIC_AUTHORIZATION_FAILED, and every topic
+described carries the principal's authorized operations on it.
 """
 
 from __future__ import annotations
 
 from kpybroker.apis.support.context import RequestContext
-from kpybroker.apis.support.metadata_answers import (
-    CLUSTER_OPERATIONS,
-    TOPIC_OPERATIONS,
-    topic_metadata,
-)
+from kpybroker.apis.support.metadata_answers import NO_OPERATIONS, topic_metadata
 from kpybroker.apis.support.registry import api
 from kpybroker.metadata.topic_names import INTERNAL_TOPICS, topic_name_error
 from kpybroker.protocol.errors import ErrorCode
@@ -36,6 +39,7 @@ from kpybroker.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
+from kpybroker.security.acls.model import CLUSTER_NAME, AclOperation, ResourceType
 from kpybroker.topic_admin import Topic
 
 BROKER_ENDPOINT = 1
@@ -62,7 +66,11 @@ async def handle_describe_cluster(
         for b in services.cluster.live_brokers(ctx.listener)
     ]
     if request.include_cluster_authorized_operations:
-        response.cluster_authorized_operations = CLUSTER_OPERATIONS
+        response.cluster_authorized_operations = (
+            ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+            if ctx.authorize_cluster(AclOperation.DESCRIBE)
+            else 0
+        )
     return response
 
 
@@ -71,7 +79,7 @@ def partition_page(
 ) -> list[DescribeTopicPartitionsResponsePartition]:
     """Partitions ``start`` .. ``start + limit - 1`` of ``topic``, as Metadata describes them."""
     live = ctx.services.cluster.live_broker_ids()
-    described = topic_metadata(topic, False, live).partitions[start : start + limit]
+    described = topic_metadata(topic, NO_OPERATIONS, live).partitions[start : start + limit]
     return [
         DescribeTopicPartitionsResponsePartition(
             partition_index=p.partition_index,
@@ -87,7 +95,7 @@ def partition_page(
     ]
 
 
-def missing_topic(name: str) -> DescribeTopicPartitionsResponseTopic:
+def missing_topic(ctx: RequestContext, name: str) -> DescribeTopicPartitionsResponseTopic:
     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if topic_name_error(name) is not None:
         code = ErrorCode.INVALID_TOPIC_EXCEPTION
@@ -97,7 +105,18 @@ def missing_topic(name: str) -> DescribeTopicPartitionsResponseTopic:
         name=name,
         topic_id=bytes(16),
         is_internal=name in INTERNAL_TOPICS,
-        topic_authorized_operations=TOPIC_OPERATIONS,
+        topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name),
+    )
+
+
+def refused_topic(name: str) -> DescribeTopicPartitionsResponseTopic:
+    """A named topic the principal may not describe (existing or not): no operations."""
+    return DescribeTopicPartitionsResponseTopic(
+        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        name=name,
+        topic_id=bytes(16),
+        is_internal=False,
+        partitions=[],
     )
 
 
@@ -137,15 +156,20 @@ async def handle_describe_topic_partitions(
         ),
         1,
     )
-    response = DescribeTopicPartitionsResponse(topics=[])
+    allowed: list[str] = []
+    refused: list[str] = []
     for name in names:
+        describable = ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+        (allowed if describable else refused).append(name)
+    response = DescribeTopicPartitionsResponse(topics=[])
+    for name in allowed:
         if limit == 0:
             response.next_cursor = Cursor(topic_name=name, partition_index=0)
             break
         topic = manager.get(name)
         if topic is None:
             if not everything:
-                response.topics.append(missing_topic(name))
+                response.topics.append(missing_topic(ctx, name))
             continue
         start = cursor.partition_index if cursor is not None and name == first else 0
         partitions = partition_page(ctx, topic, start, limit)
@@ -155,11 +179,13 @@ async def handle_describe_topic_partitions(
                 topic_id=topic.topic_id,
                 is_internal=topic.is_internal,
                 partitions=partitions,
-                topic_authorized_operations=TOPIC_OPERATIONS,
+                topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name),
             )
         )
         if start + len(partitions) < len(topic.partitions):
             response.next_cursor = Cursor(topic_name=name, partition_index=start + len(partitions))
             break
         limit -= len(partitions)
+    if not everything:
+        response.topics += [refused_topic(name) for name in refused]
     return response

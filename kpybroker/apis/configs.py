@@ -12,6 +12,12 @@ Resources are topics, this broker (by id) and the cluster-wide broker defaults (
 name ""). Changes are written to the metadata store, from where the broker applies
 them at once; an unknown config or a bad value is INVALID_CONFIG naming the key, and
 nothing of that resource is changed.
+
+Permissions, as Kafka 4 checks them: DESCRIBE_CONFIGS (to describe) or ALTER_CONFIGS (to
+alter) on the topic or group named, or on the cluster for brokers, broker loggers and
+client metrics. DescribeConfigs answers the refused resources after the others, and a
+resource of an unknown type fails the whole request; the alter APIs answer in request
+order, and check duplicates and null values before permissions.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from kpybroker.config.describe import (
     default_broker_config_entries,
     topic_config_entries,
 )
-from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.errors import ErrorCode, KafkaError, default_message
 from kpybroker.protocol.messages import alter_configs, describe_configs, incremental_alter_configs
 from kpybroker.protocol.messages.alter_configs import (
     AlterConfigsRequest,
@@ -49,6 +55,7 @@ from kpybroker.protocol.messages.alter_configs import (
 )
 from kpybroker.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
+    DescribeConfigsResource,
     DescribeConfigsResourceResult,
     DescribeConfigsResponse,
     DescribeConfigsResult,
@@ -61,8 +68,32 @@ from kpybroker.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from kpybroker.security.acls.model import CLUSTER_NAME, AclOperation
+from kpybroker.security.acls.model import ResourceType as AclResourceType
 
 T = TypeVar("T")
+
+# ---------------------------------------------------------------------------- permissions
+
+#: Per config resource type, where its permission is checked and the code of a refusal.
+GUARDS: dict[int, tuple[AclResourceType, ErrorCode]] = {
+    ResourceType.BROKER: (AclResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    ResourceType.BROKER_LOGGER: (AclResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    ResourceType.CLIENT_METRICS: (AclResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    ResourceType.TOPIC: (AclResourceType.TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    ResourceType.GROUP: (AclResourceType.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+}
+
+
+def refusal(
+    ctx: RequestContext, operation: AclOperation, type_id: int, name: str
+) -> ErrorCode | None:
+    """The code refusing ``operation`` on a config resource of a type in ``GUARDS``, or
+    None when the principal may."""
+    acl_type, code = GUARDS[type_id]
+    acl_name = CLUSTER_NAME if acl_type is AclResourceType.CLUSTER else name
+    return None if ctx.authorize(operation, acl_type, acl_name) else code
+
 
 # ---------------------------------------------------------------------------- describe
 
@@ -99,34 +130,108 @@ def entry_result(
 async def handle_describe_configs(
     ctx: RequestContext, request: DescribeConfigsRequest
 ) -> DescribeConfigsResponse:
-    results = []
+    allowed: list[DescribeConfigsResource] = []
+    refused: list[DescribeConfigsResult] = []
     for wanted in request.resources:
-        # Kafka leaves the message at its default, "", unless an error says more.
-        result = DescribeConfigsResult(
-            error_message="",
-            resource_type=wanted.resource_type,
-            resource_name=wanted.resource_name,
+        if wanted.resource_type not in GUARDS:
+            return invalid_describe_request(request)
+        code = refusal(
+            ctx, AclOperation.DESCRIBE_CONFIGS, wanted.resource_type, wanted.resource_name
         )
-        results.append(result)
-        try:
-            resource = resolve_for_describe(
-                ctx.services, wanted.resource_type, wanted.resource_name
+        if code is None:
+            allowed.append(wanted)
+        else:
+            refused.append(
+                DescribeConfigsResult(
+                    error_code=code,
+                    error_message=default_message(code),
+                    resource_type=wanted.resource_type,
+                    resource_name=wanted.resource_name,
+                    configs=[],
+                )
             )
-        except KafkaError as exc:
-            result.error_code, result.error_message = exc.code, exc.message or ""
-            continue
-        keys = set(wanted.configuration_keys or ())
-        result.configs = [
-            entry_result(entry, request.include_synonyms, request.include_documentation)
-            for entry in config_entries(ctx, resource)
-            if not keys or entry.name in keys
+    results = [describe_resource(ctx, request, wanted) for wanted in allowed]
+    return DescribeConfigsResponse(results=results + refused)
+
+
+def describe_resource(
+    ctx: RequestContext, request: DescribeConfigsRequest, wanted: DescribeConfigsResource
+) -> DescribeConfigsResult:
+    # Kafka leaves the message at its default, "", unless an error says more.
+    result = DescribeConfigsResult(
+        error_message="",
+        resource_type=wanted.resource_type,
+        resource_name=wanted.resource_name,
+    )
+    try:
+        resource = resolve_for_describe(ctx.services, wanted.resource_type, wanted.resource_name)
+    except KafkaError as exc:
+        result.error_code, result.error_message = exc.code, exc.message or ""
+        return result
+    keys = set(wanted.configuration_keys or ())
+    result.configs = [
+        entry_result(entry, request.include_synonyms, request.include_documentation)
+        for entry in config_entries(ctx, resource)
+        if not keys or entry.name in keys
+    ]
+    return result
+
+
+def invalid_describe_request(request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    """Kafka's answer to a resource type it has no permission rule for: its authorization
+    step throws, and every resource gets INVALID_REQUEST with the default message."""
+    code = ErrorCode.INVALID_REQUEST
+    return DescribeConfigsResponse(
+        results=[
+            DescribeConfigsResult(
+                error_code=code,
+                error_message=default_message(code),
+                resource_type=wanted.resource_type,
+                resource_name=wanted.resource_name,
+            )
+            for wanted in request.resources
         ]
-    return DescribeConfigsResponse(results=results)
+    )
 
 
 # ---------------------------------------------------------------------------- alter
 
 NewSet = Callable[[ConfigResource, Mapping[str, str], Sequence[ConfigOp]], dict[str, str]]
+
+
+#: The resource types whose permission AlterConfigs checks: Kafka takes a broker logger
+#: for an unknown type there, and only IncrementalAlterConfigs changes loggers.
+ALTER_GUARDED = frozenset(
+    {ResourceType.TOPIC, ResourceType.BROKER, ResourceType.CLIENT_METRICS, ResourceType.GROUP}
+)
+INCREMENTAL_ALTER_GUARDED = ALTER_GUARDED | {ResourceType.BROKER_LOGGER}
+#: Refused by the broker itself, with no message; the controller refuses the other types
+#: with the code's default message.
+REFUSED_BY_BROKER = frozenset({ResourceType.BROKER, ResourceType.BROKER_LOGGER})
+
+
+def alter_refusal(ctx: RequestContext, type_id: int, name: str) -> KafkaError | None:
+    code = refusal(ctx, AclOperation.ALTER_CONFIGS, type_id, name)
+    if code is None:
+        return None
+    return KafkaError(code, None if type_id in REFUSED_BY_BROKER else default_message(code))
+
+
+def checks_before_permission(resources: Resources) -> list[KafkaError | None]:
+    """Kafka's checks that come before permissions (a resource or a config named twice, a
+    null value): ``check_resources`` without its unknown-operation check, which Kafka makes
+    only after (so an unknown operation counts as a SET here)."""
+    known = {int(op) for op in OpType}
+    return check_resources(
+        [
+            (
+                type_id,
+                name,
+                [op if op.op in known else ConfigOp(op.name, OpType.SET, op.value) for op in ops],
+            )
+            for type_id, name, ops in resources
+        ]
+    )
 
 
 async def alter_all(
@@ -135,21 +240,29 @@ async def alter_all(
     new_set: NewSet,
     validate_only: bool,
     response_class: type[T],
+    guarded: frozenset[int],
 ) -> list[T]:
     """Apply each resource's change on its own: one failing leaves the others to succeed.
 
-    ``response_class`` is the API's per-resource response (both APIs' have the same fields).
+    ``response_class`` is the API's per-resource response (both APIs' have the same fields);
+    ``guarded`` the resource types whose permission is checked.
     """
     responses = []
-    for (type_id, name, ops), error in zip(resources, check_resources(resources), strict=True):
-        try:
-            if error is not None:
-                raise error
-            resource = resolve_for_alter(ctx.services, type_id, name)
-            configs = new_set(resource, resource.stored(ctx.services), ops)
-            await resource.replace(ctx.services, configs, validate_only=validate_only)
-        except KafkaError as exc:
-            error = exc
+    checks = zip(
+        resources, checks_before_permission(resources), check_resources(resources), strict=True
+    )
+    for (type_id, name, ops), early_error, late_error in checks:
+        error = early_error
+        if error is None and type_id in guarded:
+            error = alter_refusal(ctx, type_id, name)
+        error = error or late_error
+        if error is None:
+            try:
+                resource = resolve_for_alter(ctx.services, type_id, name)
+                configs = new_set(resource, resource.stored(ctx.services), ops)
+                await resource.replace(ctx.services, configs, validate_only=validate_only)
+            except KafkaError as exc:
+                error = exc
         responses.append(
             response_class(
                 error_code=ErrorCode.NONE if error is None else error.code,
@@ -187,7 +300,12 @@ async def handle_alter_configs(
         for r in request.resources
     ]
     responses = await alter_all(
-        ctx, resources, replaced_set, request.validate_only, AlterConfigsResourceResponse
+        ctx,
+        resources,
+        replaced_set,
+        request.validate_only,
+        AlterConfigsResourceResponse,
+        ALTER_GUARDED,
     )
     return AlterConfigsResponse(responses=responses)
 
@@ -205,6 +323,11 @@ async def handle_incremental_alter_configs(
         for r in request.resources
     ]
     responses = await alter_all(
-        ctx, resources, incremented_set, request.validate_only, IncrementalResourceResponse
+        ctx,
+        resources,
+        incremented_set,
+        request.validate_only,
+        IncrementalResourceResponse,
+        INCREMENTAL_ALTER_GUARDED,
     )
     return IncrementalAlterConfigsResponse(responses=responses)

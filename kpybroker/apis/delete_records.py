@@ -10,7 +10,8 @@ it; the segments wholly below it are deleted at the next retention check. The
 answer's low watermark is the new log start offset; with a single replica
 there is nothing to wait for, so ``timeout_ms`` is not needed.
 
-Errors, in Kafka's order: UNKNOWN_TOPIC_OR_PARTITION for a partition the
+Errors, in Kafka's order: TOPIC_AUTHORIZATION_FAILED without DELETE on the
+topic (whether or not it exists); UNKNOWN_TOPIC_OR_PARTITION for a partition the
 cluster does not have; INVALID_TOPIC_EXCEPTION for an internal topic;
 NOT_LEADER_OR_FOLLOWER on a broker that does not lead it (also one that holds
 no replica of it: ``ReplicaManager.partition_for``); POLICY_VIOLATION unless
@@ -38,6 +39,7 @@ from kpybroker.protocol.messages.delete_records import (
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
+from kpybroker.security.acls.model import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +69,15 @@ async def handle_delete_records(
         for topic in request.topics
         for p in topic.partitions
     }
+    deletable = ctx.authorized_names(
+        AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     by_topic: dict[str, DeleteRecordsTopicResult] = {}
     for (name, index), offset in wanted.items():
         result = DeleteRecordsPartitionResult(partition_index=index)
         try:
+            if name not in deletable:
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             result.low_watermark = delete_partition_records(ctx, name, index, offset)
         except KafkaError as exc:
             result.low_watermark = -1

@@ -10,6 +10,11 @@ request to the controller named in Metadata); another broker answers
 NOT_CONTROLLER, for the whole request from v1 and for each partition in v0.
 A partition led by its preferred replica (the first of its replicas) needs no
 preferred election, and one with a live leader needs no unclean one.
+
+It needs ALTER on the cluster, checked first as Kafka's controller does: a refusal
+gives CLUSTER_AUTHORIZATION_FAILED at the top (v1+) and to every partition asked for,
+with the "needs ALTER permission" message (nothing at all for v0 asking for every
+partition).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from kpybroker.protocol.messages.elect_leaders import (
     PartitionResult,
     ReplicaElectionResult,
 )
+from kpybroker.security.acls.model import AclOperation
 
 TOP_LEVEL_ERROR_FROM = 1
 
@@ -40,6 +46,8 @@ class ElectionType(IntEnum):
 async def handle_elect_leaders(
     ctx: RequestContext, request: ElectLeadersRequest
 ) -> ElectLeadersResponse:
+    if not ctx.authorize_cluster(AclOperation.ALTER):
+        return refused(ctx, request)
     services = ctx.services
     election = request.election_type
     response = ElectLeadersResponse(replica_election_results=[])
@@ -79,3 +87,23 @@ async def handle_elect_leaders(
         for topic, results in by_topic.items()
     ]
     return response
+
+
+def refused(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
+    """Kafka's ``ElectLeadersRequest.getErrorResponse`` for the refusal: the code at the
+    top and, with the message, on every partition asked for, in request order."""
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    message = ctx.cluster_denial_message(AclOperation.ALTER)
+    return ElectLeadersResponse(
+        error_code=code,
+        replica_election_results=[
+            ReplicaElectionResult(
+                topic=topic.topic,
+                partition_result=[
+                    PartitionResult(partition_id=p, error_code=code, error_message=message)
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topic_partitions or ()
+        ],
+    )

@@ -11,13 +11,18 @@ every EndTxn and answers with the producer id and epoch the client goes on
 with (-1 and -1 with an error); an abort with no transaction open is then
 allowed. The version of the request decides, as in Kafka, whatever the
 broker advertises as finalized.
+
+Authorization, as Kafka's handler: WRITE on the transactional id, else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (producer id and epoch -1 in v5).
 """
 
 from __future__ import annotations
 
+from kpybroker.apis.support.authorization import may_write_transaction
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.producer_fencing import fenced_error_for
 from kpybroker.apis.support.registry import api
+from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import end_txn
 from kpybroker.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from kpybroker.transaction_coordinator.shard import ProducerIdAndEpoch
@@ -28,6 +33,8 @@ TRANSACTION_VERSION_2_FROM = 5
 
 @api(end_txn, 0, 5)
 async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+    if not may_write_transaction(ctx, request.transactional_id):
+        return EndTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     version_2 = ctx.api_version >= TRANSACTION_VERSION_2_FROM
     result = await ctx.services.transactions.end_txn(
         request.transactional_id,

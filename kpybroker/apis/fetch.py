@@ -35,11 +35,20 @@ and, for a consumer, its endpoint.
 
 Every partition of the answer has records, empty where there is nothing to
 send or the partition failed: never null.
+
+A consumer needs READ on each topic (TOPIC_AUTHORIZATION_FAILED per partition
+otherwise, asked after an unknown topic id and before an unknown partition); a
+follower needs CLUSTER_ACTION on the cluster, without which every partition is
+refused. A consumer's fetch is sized and counted against its byte-rate quota
+(``consumer_byte_rate``): over it, Kafka answers with no records at all and the
+throttle time, and does not count what it did not send.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from kpybroker.apis.support.context import RequestContext
@@ -60,6 +69,7 @@ from kpybroker.protocol.messages.fetch import (
     NodeEndpoint,
     PartitionData,
 )
+from kpybroker.security.acls.model import AclOperation, ResourceType
 
 TOPIC_IDS_FROM = 13
 REPLICA_STATE_FROM = 15
@@ -143,6 +153,14 @@ class FetchPlan:
             w.fetch.high_watermark != UNKNOWN_HIGH_WATERMARK for w in self.wanted
         )
         self.hwm_news = False  # a reporting follower is behind on some high watermark
+        self.quota_bytes = self._quota_bytes()
+
+    def _quota_bytes(self) -> int:
+        """A consumer fetches at most what its byte-rate quota allows in one window."""
+        quota = self.ctx.services.quotas.fetch
+        if self.from_follower or not quota.quotas_enabled:
+            return LONG_MAX
+        return quota.max_value_in_quota_window(self.ctx.principal.name, self.ctx.client_id or "")
 
     @property
     def from_follower(self) -> bool:
@@ -158,9 +176,13 @@ class FetchPlan:
             for fp in topic.partitions:
                 unique[(topic.topic_id, topic.topic, fp.partition)] = Wanted(topic, name, fp)
         wanted, refused = [], []
+        readable = self._readable(unique.values())
         for want in unique.values():
             index = want.fetch.partition
-            if want.name is None:
+            if readable is not None and want.name not in readable:
+                denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                refused.append((want, erroneous_answer(index, denied)))
+            elif want.name is None:
                 refused.append((want, erroneous_answer(index, ErrorCode.UNKNOWN_TOPIC_ID)))
             elif not replicas.knows(want.name, index):
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -169,8 +191,22 @@ class FetchPlan:
                 wanted.append(want)
         return wanted, refused
 
+    def _readable(self, wanted: Iterable[Wanted]) -> set[str | None] | None:
+        """The topics the fetcher may read (None: all, unknown ids included). A follower
+        needs CLUSTER_ACTION, and without it gets nothing; a consumer READ per topic."""
+        if self.from_follower:
+            return None if self.ctx.authorize_cluster(AclOperation.CLUSTER_ACTION) else set()
+        if self.ctx.services.authorizer is None:
+            return None
+        names = {want.name for want in wanted if want.name is not None}
+        readable: set[str | None] = set(
+            self.ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC, names)
+        )
+        readable.add(None)  # an unknown topic id is UNKNOWN_TOPIC_ID, never asked about
+        return readable
+
     def run(self) -> list[FetchableTopicResponse]:
-        remaining = self.request.max_bytes
+        remaining = min(self.request.max_bytes, self.quota_bytes)
         min_one = True
         self.bytes = 0
         self.errors = False  # a partition that failed to read: answer at once, as Kafka
@@ -252,6 +288,21 @@ def grouped(answers: list[tuple[Wanted, PartitionData]]) -> list[FetchableTopicR
     return responses
 
 
+def record_fetched(ctx: RequestContext, plan: FetchPlan) -> int:
+    """Count a consumer's fetched bytes against its byte rate; the throttle time (ms) it
+    earns. A throttled fetch is answered empty (Kafka's ``getThrottledResponse``), so what
+    was counted is taken back."""
+    quota = ctx.services.quotas.fetch
+    if plan.from_follower or not quota.quotas_enabled:
+        return 0
+    user, client_id = ctx.principal.name, ctx.client_id or ""
+    now_ms = time.monotonic_ns() // 1_000_000
+    throttle_ms = quota.record(user, client_id, plan.bytes, now_ms)
+    if throttle_ms:
+        quota.unrecord(user, client_id, plan.bytes, now_ms)
+    return throttle_ms
+
+
 @api(fetch, 4, 18)
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     error = session_error(request)
@@ -274,6 +325,9 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         if not woken:
             break
         responses = plan.run()
+    throttle_ms = record_fetched(ctx, plan)
+    if throttle_ms:
+        return FetchResponse(error_code=ErrorCode.NONE, throttle_time_ms=throttle_ms, session_id=0)
     response = FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
     if plan.hinted_leaders:
         response.node_endpoints = [

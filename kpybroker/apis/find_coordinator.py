@@ -20,6 +20,12 @@ on success too: "NONE", the enum's name. In v4+ its per-key message is
 empty for every answer its ``getCoordinator`` gives, success or error, and
 the default message only when the whole request fails, as for an unknown
 key type.
+
+Authorization, as Kafka's ``getCoordinator``, before the lookup: a group key
+needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), a transaction key
+DESCRIBE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). A
+refused key is answered like any failed lookup: in v4+ its entry, with no
+message; in v0-3 the whole answer, with the code's default message.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from kpybroker.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from kpybroker.security.acls.model import AclOperation, ResourceType
 
 BATCHED_FROM = 4
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
@@ -41,8 +48,12 @@ GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 async def locate(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
     services = ctx.services
     if key_type == GROUP_KEY:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            return no_coordinator(key, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         error, node_id = await services.groups.find_coordinator(key)
     elif key_type == TRANSACTION_KEY:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return no_coordinator(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         error, node_id = await services.transactions.find_coordinator(key)
     elif key_type == SHARE_KEY:  # share groups come with v6, not implemented
         error, node_id = ErrorCode.INVALID_REQUEST, -1

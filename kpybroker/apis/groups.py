@@ -23,10 +23,16 @@ flexible; 5 adds a reason per member.
 The protocol itself lives in kpybroker/coordinator; these handlers shape each
 version's request and answer. Member metadata and assignments pass through
 as opaque bytes.
+
+Authorization, as Kafka's request handler: each of the four needs READ on the
+group, checked before the coordinator is asked (SyncGroup v5's missing
+protocol is refused before it); a refusal is GROUP_AUTHORIZATION_FAILED with
+the answer's other fields at their error values.
 """
 
 from __future__ import annotations
 
+from kpybroker.apis.support.authorization import may_read_group
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import api
 from kpybroker.coordinator.interface import Caller
@@ -57,6 +63,15 @@ def caller_of(ctx: RequestContext) -> Caller:
 
 @api(join_group, 0, 9)
 async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+    if not may_read_group(ctx, request.group_id):
+        return JoinGroupResponse(
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            generation_id=-1,
+            protocol_name=None if ctx.api_version >= NULLABLE_PROTOCOL_NAME_FROM else "",
+            leader="",
+            member_id="",
+            members=[],
+        )
     if ctx.api_version == 0:
         request.rebalance_timeout_ms = request.session_timeout_ms
     response = await ctx.services.groups.join_group(caller_of(ctx), request)
@@ -71,16 +86,22 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> S
         request.protocol_type is None or request.protocol_name is None
     ):
         return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    if not may_read_group(ctx, request.group_id):
+        return SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     return await ctx.services.groups.sync_group(request)
 
 
 @api(heartbeat, 0, 4)
 async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    if not may_read_group(ctx, request.group_id):
+        return HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     return await ctx.services.groups.heartbeat(request)
 
 
 @api(leave_group, 0, 5)
 async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    if not may_read_group(ctx, request.group_id):
+        return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     batched = ctx.api_version >= BATCHED_LEAVE_FROM
     members = request.members if batched else [MemberIdentity(member_id=request.member_id)]
     response = await ctx.services.groups.leave_group(request.group_id, members)

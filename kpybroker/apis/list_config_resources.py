@@ -9,6 +9,10 @@ topics (by name, internal ones included); groups and client metrics count only
 when they have configs. kpybroker has no broker-logger, group or client-metrics
 configs, so those types are accepted and list nothing (Kafka lists one broker
 logger per broker).
+
+It needs DESCRIBE_CONFIGS on the cluster, checked first: a refusal is
+CLUSTER_AUTHORIZATION_FAILED and an empty list; a principal allowed sees every
+resource, with no check of its own.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from kpybroker.protocol.messages.list_config_resources import (
     ListConfigResourcesRequest,
     ListConfigResourcesResponse,
 )
+from kpybroker.security.acls.model import AclOperation
 
 SUPPORTED_TYPES = (
     ResourceType.TOPIC,
@@ -37,6 +42,8 @@ SUPPORTED_TYPES = (
 async def handle_list_config_resources(
     ctx: RequestContext, request: ListConfigResourcesRequest
 ) -> ListConfigResourcesResponse:
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE_CONFIGS):
+        return ListConfigResourcesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if ctx.api_version == 0:
         return ListConfigResourcesResponse()  # no client-metrics resources
     wanted = set(request.resource_types or SUPPORTED_TYPES)

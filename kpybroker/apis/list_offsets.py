@@ -23,6 +23,10 @@ time index. Another negative value, or a special one older than the
 request's version, is UNSUPPORTED_VERSION; a partition named twice in one
 request is answered once, INVALID_REQUEST. Nothing found is offset and
 timestamp -1 with no leader epoch, as Kafka answers.
+
+Each topic needs DESCRIBE (consumers and followers alike); the partitions of a
+topic that may not be described are answered TOPIC_AUTHORIZATION_FAILED after
+all the others, as Kafka appends them.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from kpybroker.protocol.messages.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
+from kpybroker.security.acls.model import AclOperation, ResourceType
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 #: The first version that knows each special timestamp.
@@ -85,7 +90,14 @@ async def handle_list_offsets(
     consumer = request.replica_id == CONSUMER_REPLICA_ID
     committed = request.isolation_level == READ_COMMITTED
     answers: dict[tuple[str, int], ListOffsetsPartitionResponse] = {}
+    described = ctx.authorized_names(
+        AclOperation.DESCRIBE, ResourceType.TOPIC, (topic.name for topic in request.topics)
+    )
+    denied = []
     for topic in request.topics:
+        if topic.name not in described:
+            denied.append(topic)
+            continue
         for p in topic.partitions:
             key = (topic.name, p.partition_index)
             if key in answers:
@@ -110,7 +122,17 @@ async def handle_list_offsets(
     by_topic: dict[str, ListOffsetsTopicResponse] = {}
     for (name, _), answer in answers.items():
         by_topic.setdefault(name, ListOffsetsTopicResponse(name=name)).partitions.append(answer)
-    return ListOffsetsResponse(topics=list(by_topic.values()))
+    unauthorized = [
+        ListOffsetsTopicResponse(
+            name=topic.name,
+            partitions=[
+                refused(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for p in topic.partitions
+            ],
+        )
+        for topic in denied
+    ]
+    return ListOffsetsResponse(topics=[*by_topic.values(), *unauthorized])
 
 
 def refused(index: int, code: ErrorCode) -> ListOffsetsPartitionResponse:

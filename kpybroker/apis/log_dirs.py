@@ -6,6 +6,9 @@ top-level error code; 4 adds each directory's total and usable bytes.
 Sizes are the partitions' real bytes on disk (all segments). The offset lag is
 Kafka's ``max(high watermark - log end offset, 0)`` for a current replica: 0 on a
 leader, as there are no "future" replicas being moved between directories here.
+
+It needs DESCRIBE on the cluster: a principal without it gets CLUSTER_AUTHORIZATION_FAILED
+and no directories, which versions 1-2 (no error field) see as a broker without any.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import api
 from kpybroker.log.partition_log import PartitionLog
+from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import describe_log_dirs
 from kpybroker.protocol.messages.describe_log_dirs import (
     DescribeLogDirsPartition,
@@ -25,6 +29,7 @@ from kpybroker.protocol.messages.describe_log_dirs import (
     DescribeLogDirsResult,
     DescribeLogDirsTopic,
 )
+from kpybroker.security.acls.model import AclOperation
 
 
 def offset_lag(plog: PartitionLog) -> int:
@@ -52,6 +57,10 @@ def dir_result(log_dir: Path, logs: list[tuple[str, int, PartitionLog]]) -> Desc
 async def handle_describe_log_dirs(
     ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> DescribeLogDirsResponse:
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return DescribeLogDirsResponse(
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[]
+        )
     logs = ctx.services.logs
     wanted = (
         None

@@ -8,13 +8,17 @@ For the current epoch the answer is the log end offset; for an older one,
 the start offset of the next epoch in the leader-epoch cache. A consumer
 uses it to detect a truncated log after a leader change (KIP-320), and a
 returning follower to find where its log diverged.
+
+CLUSTER_ACTION on the cluster (brokers) allows every topic; otherwise each
+topic needs DESCRIBE, and the partitions of the others are answered
+TOPIC_AUTHORIZATION_FAILED after the rest, as Kafka appends them.
 """
 
 from __future__ import annotations
 
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import api
-from kpybroker.protocol.errors import KafkaError
+from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import offset_for_leader_epoch
 from kpybroker.protocol.messages.offset_for_leader_epoch import (
     EpochEndOffset,
@@ -22,6 +26,7 @@ from kpybroker.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
     OffsetForLeaderTopicResult,
 )
+from kpybroker.security.acls.model import AclOperation, ResourceType
 
 
 @api(offset_for_leader_epoch, 2, 4)
@@ -30,7 +35,32 @@ async def handle_offset_for_leader_epoch(
 ) -> OffsetForLeaderEpochResponse:
     replicas = ctx.services.replicas
     topics = []
+    denied = []
+    everything = ctx.authorize_cluster(AclOperation.CLUSTER_ACTION, log_if_denied=False)
+    described = (
+        None
+        if everything
+        else ctx.authorized_names(
+            AclOperation.DESCRIBE, ResourceType.TOPIC, (topic.topic for topic in request.topics)
+        )
+    )
     for topic in request.topics:
+        if described is not None and topic.topic not in described:
+            denied.append(
+                OffsetForLeaderTopicResult(
+                    topic=topic.topic,
+                    partitions=[
+                        EpochEndOffset(
+                            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            partition=p.partition,
+                            leader_epoch=-1,
+                            end_offset=-1,
+                        )
+                        for p in topic.partitions
+                    ],
+                )
+            )
+            continue
         results = []
         for p in topic.partitions:
             result = EpochEndOffset(partition=p.partition)
@@ -43,4 +73,4 @@ async def handle_offset_for_leader_epoch(
                 result.error_code = exc.code
             results.append(result)
         topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=results))
-    return OffsetForLeaderEpochResponse(topics=topics)
+    return OffsetForLeaderEpochResponse(topics=[*topics, *denied])

@@ -10,13 +10,18 @@ a transaction add partitions implicitly, KIP-890: without transactions it is
 
 This handler keeps the request's own concerns: acks, topic ids, internal
 topics, a batch Kafka's iterator cannot walk (which fails the whole request),
-and transactional batches, which need the request's transactional id
-(TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request otherwise, as
-Kafka's ``hasTransactionalRecords`` check; like Kafka it looks at each
-partition's first batch). A producer's first transactional write to a
-partition is first verified with, or from v12 added by, the transaction's
-coordinator (KIP-890, ``apis.support.txn_verification``); the partition's
-producer state then checks the transaction itself. Every check
+and transactional batches, which need the request's transactional id and
+WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request
+otherwise, as Kafka's ``hasTransactionalRecords`` check; like Kafka it looks
+at each partition's first batch). Each topic needs WRITE, asked before the
+partition is looked up (TOPIC_AUTHORIZATION_FAILED per partition); idempotent
+producers are checked at InitProducerId, not here, as in Kafka. The request's
+size counts against the producer's byte-rate quota (``producer_byte_rate``):
+over it, the answer carries the throttle time and the connection is muted.
+A producer's first transactional write to a partition is first verified with,
+or from v12 added by, the transaction's coordinator (KIP-890,
+``apis.support.txn_verification``); the partition's producer state then
+checks the transaction itself. Every check
 of a partition's batch is ``kpybroker.log.produce_validator``'s, whose docstring
 gives their order: count, size, CRC, magic and zstd, then recompression into
 the topic's compression.type, both called here before the append, then the
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import NamedTuple
 
 from kpybroker.apis.support.context import RequestContext
@@ -63,6 +69,7 @@ from kpybroker.protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from kpybroker.security.acls.model import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +193,16 @@ def topic_names(ctx: RequestContext, request: ProduceRequest) -> list[str | None
     return [None if topic is None else topic.name for topic in found]
 
 
+def record_produced(ctx: RequestContext) -> int:
+    """Count the request against the producer's byte rate; the throttle time (ms) it earns
+    (Kafka records the whole request's size, whatever became of it)."""
+    quota = ctx.services.quotas.produce
+    if not quota.quotas_enabled:
+        return 0
+    now_ms = time.monotonic_ns() // 1_000_000
+    return quota.record(ctx.principal.name, ctx.client_id or "", ctx.request_size, now_ms)
+
+
 def refuse_all(request: ProduceRequest, code: ErrorCode, message: str | None) -> ProduceResponse:
     """Every partition answered with one error, as Kafka's ``getErrorResponse`` when the
     request itself fails."""
@@ -226,23 +243,31 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         if acks == 0:
             raise CloseConnection(f"an acks=0 produce request failed: {unreadable}")
         return refuse_all(request, ErrorCode.CORRUPT_MESSAGE, unreadable)
-    if request.transactional_id is None and any(
+    if any(
         first_batch_transactional(pd.records)
         for topic in request.topic_data
         for pd in topic.partition_data
+    ) and (
+        request.transactional_id is None
+        or not ctx.authorize(
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+        )
     ):
         if acks == 0:
-            raise CloseConnection("transactional records without a transactional id")
+            raise CloseConnection("transactional records, not allowed for this transactional id")
         # Kafka's error response carries no message here (its exception's text is the
         # error's default, which ApiError leaves out).
         return refuse_all(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
     names = topic_names(ctx, request)
+    writable = ctx.authorized_names(
+        AclOperation.WRITE, ResourceType.TOPIC, (name for name in names if name is not None)
+    )
     verified: dict[tuple[str, int], Verified] = {}
     if request.transactional_id is not None and verification_applies(ctx):
         first_writes = {
             (name, pd.index): pd.records
             for name, topic_data in zip(names, request.topic_data, strict=True)
-            if name is not None
+            if name in writable
             for pd in topic_data.partition_data
             if first_batch_transactional(pd.records)
         }
@@ -257,6 +282,8 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 error = ErrorCode.INVALID_REQUIRED_ACKS
             elif name is None:
                 error = ErrorCode.UNKNOWN_TOPIC_ID
+            elif name not in writable:
+                error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
                 part, batch = produce_partition(
                     ctx, name, pd.index, pd.records, acks, verified.get((name, pd.index))
@@ -273,12 +300,13 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         )
     if appended:
         await wait_for_replication(appended, request.timeout_ms)
+    throttle_ms = record_produced(ctx)
     if acks == 0:
         if any(p.error_code for t in responses for p in t.partition_responses):
             # The client expects no answer; Kafka closes the connection so that it notices.
             raise CloseConnection("an acks=0 produce request failed")
         return None
-    response = ProduceResponse(responses=responses)
+    response = ProduceResponse(responses=responses, throttle_time_ms=throttle_ms)
     hinted = {
         p.current_leader.leader_id
         for t in responses

@@ -9,7 +9,8 @@ any) and the first offset of its open transaction (current_txn_start_offset,
 -1 when none is open).
 
 Errors as Kafka's ``handleDescribeProducersRequest``: first per topic, with a
-message, INVALID_TOPIC_EXCEPTION for an illegal name and
+message, INVALID_TOPIC_EXCEPTION for an illegal name, TOPIC_AUTHORIZATION_FAILED
+without READ on the topic (whether or not it exists), and
 UNKNOWN_TOPIC_OR_PARTITION for a topic the cluster does not have; then per
 partition, without one, ``ReplicaManager.partition_for``'s
 UNKNOWN_TOPIC_OR_PARTITION or, on a broker holding no replica,
@@ -31,6 +32,7 @@ from kpybroker.protocol.messages.describe_producers import (
     TopicRequest,
     TopicResponse,
 )
+from kpybroker.security.acls.model import AclOperation, ResourceType
 
 
 def topic_error(ctx: RequestContext, name: str) -> KafkaError | None:
@@ -38,6 +40,8 @@ def topic_error(ctx: RequestContext, name: str) -> KafkaError | None:
     message = topic_name_error(name)
     if message is not None:
         return KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, message)
+    if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name):
+        return KafkaError.with_default_message(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if ctx.services.topics.get(name) is None:
         return KafkaError.with_default_message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     return None

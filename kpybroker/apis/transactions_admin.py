@@ -14,6 +14,12 @@ any state, as Kafka counts it; an id that never started one passes), and from
 v2 a regular expression the whole transactional id must match (Kafka uses
 Java's ``Pattern``; Python's ``re`` agrees on the common syntax). An invalid
 expression is INVALID_REGULAR_EXPRESSION.
+
+Authorization, as Kafka's handlers: DescribeTransactions needs DESCRIBE on
+each transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and leaves out
+of a transaction's topics those the principal may not DESCRIBE;
+ListTransactions leaves out the ids it may not DESCRIBE. Nothing else tells
+the principal what it was not shown.
 """
 
 from __future__ import annotations
@@ -37,12 +43,16 @@ from kpybroker.protocol.messages.list_transactions import (
 from kpybroker.protocol.messages.list_transactions import (
     TransactionState as ListedTransaction,
 )
+from kpybroker.security.acls.model import AclOperation, ResourceType
 from kpybroker.transaction_coordinator.shard import ListFilter
 from kpybroker.transaction_coordinator.transaction_state import TxnState
 
 
 def describe_one(ctx: RequestContext, transactional_id: str) -> TransactionState:
-    error, txn = ctx.services.transactions.describe(transactional_id)
+    if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        error, txn = ctx.services.transactions.describe(transactional_id)
+    else:
+        error, txn = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
     if txn is None:
         return TransactionState(
             error_code=error,
@@ -65,7 +75,11 @@ def describe_one(ctx: RequestContext, transactional_id: str) -> TransactionState
         transaction_start_time_ms=current.start_timestamp_ms,
         producer_id=current.producer_id,
         producer_epoch=current.producer_epoch,
-        topics=[TopicData(topic=name, partitions=indexes) for name, indexes in topics.items()],
+        topics=[
+            TopicData(topic=name, partitions=indexes)
+            for name, indexes in topics.items()
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+        ],
     )
 
 
@@ -111,5 +125,8 @@ async def handle_list_transactions(
                 transaction_state=txn.state.kafka_name,
             )
             for txn in found
+            if ctx.authorize(
+                AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn.transactional_id
+            )
         ],
     )

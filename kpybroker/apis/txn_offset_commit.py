@@ -20,11 +20,17 @@ INVALID_TXN_STATE as they are. 6 names topics by ID and is not implemented.
 
 As in Kafka's request handler, partitions of unknown topics are answered
 UNKNOWN_TOPIC_OR_PARTITION here and never reach the coordinator.
+
+Authorization, as Kafka's handler, before any of that: WRITE on the
+transactional id, then READ on the group (every partition asked for is
+otherwise TRANSACTIONAL_ID_AUTHORIZATION_FAILED, or GROUP_AUTHORIZATION_FAILED),
+then READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
 
 from __future__ import annotations
 
-from kpybroker.apis.offsets import answer_unknown
+from kpybroker.apis.offsets import answer_refused_and_unknown
+from kpybroker.apis.support.authorization import may_read_group, may_write_transaction
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import api
 from kpybroker.apis.support.txn_verification import RETRIABLE
@@ -64,12 +70,25 @@ async def offsets_partition_error(
     return ErrorCode.COORDINATOR_NOT_AVAILABLE if error in RETRIABLE else error
 
 
+def refusal(ctx: RequestContext, request: TxnOffsetCommitRequest) -> ErrorCode:
+    """Why the principal may not commit for this transaction and group (NONE: it may)."""
+    if not may_write_transaction(ctx, request.transactional_id):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if not may_read_group(ctx, request.group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return ErrorCode.NONE
+
+
 @api(txn_offset_commit, 0, 5)
 async def handle_txn_offset_commit(
     ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse:
     answers = PartitionErrors(TxnOffsetCommitResponseTopic, TxnOffsetCommitResponsePartition)
-    answer_unknown(ctx.services, request, answers)
+    refused = refusal(ctx, request)
+    if refused:
+        answers.add_all(request.topics, refused)
+        return TxnOffsetCommitResponse(topics=answers.result())
+    answer_refused_and_unknown(ctx, request, answers)
     if request.topics:
         error = await offsets_partition_error(ctx, request)
         if error:

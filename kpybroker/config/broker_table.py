@@ -257,6 +257,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Largest request the broker accepts; a bigger size prefix closes the "
                   "connection."),
     ConfigKey("socket.listen.backlog.size", INT, 50, MEDIUM, valid=Range(1),
+              enforced=True,
               doc="Length of the listen backlog of server sockets."),
     ConfigKey("socket.connection.setup.timeout.ms", LONG, 10_000, MEDIUM,
               doc="How long the broker's own clients wait for a connection to be set up, at "

@@ -5,13 +5,16 @@ order they arrived, as Kafka does (the Java client pairs each response with
 its oldest in-flight request). Reading pauses while too many requests wait,
 and handling pauses while the socket's write buffer is full.
 
-On an SSL or SASL_SSL listener the TLS handshake comes first
-(``loop.start_tls``, so that a failed handshake is ours to log, once, with the
-client's address, as Kafka logs it); the client certificate, if any, gives
-the principal. On a SASL listener the frames go to the connection's
+On an SSL or SASL_SSL listener the TLS handshake comes first (``tls``: the
+connection sees clear text only); the client certificate, if any, gives the
+principal. On a SASL listener the frames go to the connection's
 :class:`SaslAuthenticator` until it is done (before that no handler sees a
 request), and a failed attempt is answered and closed only after
 ``connection.failed.authentication.delay.ms``.
+
+A client over a quota gets its answer at once, with the throttle time in it,
+and then nothing more is read from its connection until that time has passed
+(KIP-219: Kafka mutes the channel; the client holds back too).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import logging
 import os
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from kpybroker.apis.support.context import Services
@@ -28,30 +32,39 @@ from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.framing import FrameDecoder, FrameTooLargeError
 from kpybroker.security.listener_security import PLAINTEXT, ListenerSecurity
 from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
-from kpybroker.server.dispatch import MALFORMED, CloseConnection, answer, dispatch
+from kpybroker.server.connection_gate import ConnectionGate
+from kpybroker.server.dispatch import MALFORMED, CloseConnection, answer
 from kpybroker.server.sasl_authenticator import AuthFailure, SaslAuthenticator
 
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_REQUESTS = 64
-#: Kafka's ``DEFAULT_SSL_HANDSHAKE_TIMEOUT``-like bound on a TLS handshake (asyncio's default).
-TLS_HANDSHAKE_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSettings:
+    """What every connection of one listener shares."""
+
+    name: str
+    #: ``socket.request.max.bytes``.
+    max_request_size: int
+    security: ListenerSecurity = PLAINTEXT
+    #: The broker's connection limits (None: unlimited).
+    gate: ConnectionGate | None = None
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(
-        self,
-        services: Services,
-        open_connections: set,
-        listener: str,
-        max_request_size: int,
-        security: ListenerSecurity = PLAINTEXT,
+        self, services: Services, open_connections: set, settings: ListenerSettings
     ) -> None:
         self.services = services
         self.open_connections = open_connections  # the listener's, closed on shutdown
-        self.listener = listener
-        self.security = security
-        self.max_request_size = max_request_size
+        self.listener = settings.name
+        self.security = security = settings.security
+        self.gate = settings.gate
+        self.max_request_size = max_request_size = settings.max_request_size
+        #: When the client last sent a request (the gate closes the least recent first).
+        self.last_active = time.monotonic()
         self.principal: KafkaPrincipal = ANONYMOUS
         self.authenticator: SaslAuthenticator | None = None
         if security.sasl is not None:
@@ -64,7 +77,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.wakeup = asyncio.Event()
         self.can_write = asyncio.Event()
         self.can_write.set()
-        self.reading_paused = False
+        #: Why reading is paused (a full queue, a throttle, a failed authentication).
+        self.read_holds: set[str] = set()
         self.closed = False
         self.task: asyncio.Task | None = None
         self.sock_fd = -1
@@ -76,12 +90,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         sock = transport.get_extra_info("socket")
-        # sendfile writes past TLS: only plain sockets get it.
-        self.sock_fd = sock.fileno() if sock is not None and self.security.tls is None else -1
         self.open_connections.add(self)
-        if self.security.tls is not None:
-            self.transport.pause_reading()  # the first bytes are the TLS handshake's
-        self.task = asyncio.get_running_loop().create_task(self.serve())
+        if self.security.tls is None:
+            self.sock_fd = sock.fileno() if sock is not None else -1
+        elif not self.tls_principal():
+            return
+        if self.gate is None:
+            self.admitted()
+        else:
+            self.gate.arrived(self)
+
+    def admitted(self) -> None:
+        """The connection limits let it in: serve it."""
+        if not self.closed:
+            self.task = asyncio.get_running_loop().create_task(self.serve())
 
     def get_buffer(self, sizehint: int) -> memoryview:
         """The event loop reads the socket straight into the decoder's buffers."""
@@ -99,17 +121,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     )
                 )
                 self.wakeup.set()
-                self.transport.pause_reading()
+                self.hold_reading("failed")
                 return
             log.warning("closing connection from %s: %s", self.peer, exc)
             self.close()
             return
         if frames:
+            self.last_active = time.monotonic()
             self.pending.extend(frames)
             self.wakeup.set()
-            if len(self.pending) >= MAX_QUEUED_REQUESTS and not self.reading_paused:
-                self.reading_paused = True
-                self.transport.pause_reading()
+            if len(self.pending) >= MAX_QUEUED_REQUESTS and "queue" not in self.read_holds:
+                self.hold_reading("queue")
 
     def eof_received(self) -> bool:
         # Answer what was already received, then close (the client half-closed).
@@ -120,6 +142,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.open_connections.discard(self)
+        if self.gate is not None:
+            self.gate.left(self)
         self.can_write.set()
         if self.task is not None and not self.task.done():
             self.task.cancel()
@@ -138,8 +162,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     async def serve(self) -> None:
         try:
-            if self.security.tls is not None and not await self.start_tls():
-                return
             while not self.closed:
                 if not self.pending:
                     self.wakeup.clear()
@@ -150,16 +172,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     break
                 if isinstance(frame, AuthFailure):
                     raise frame
-                if self.reading_paused and len(self.pending) < MAX_QUEUED_REQUESTS // 2:
-                    self.reading_paused = False
-                    self.transport.resume_reading()
+                if "queue" in self.read_holds and len(self.pending) < MAX_QUEUED_REQUESTS // 2:
+                    self.release_reading("queue")
                 if self.authenticator is not None and not await self.authenticated(frame):
                     continue
-                parts = await dispatch(
+                answered = await answer(
                     frame, self.services, self.client_host, self.listener, self.principal
                 )
-                if parts is not None and not self.closed:
+                if answered is not None and not self.closed:
+                    parts, response = answered
                     await self.send(parts)
+                    throttle_ms = getattr(response, "throttle_time_ms", 0)
+                    if throttle_ms > 0:
+                        await self.mute(throttle_ms)
         except AuthFailure as exc:
             await self.fail_authentication(exc)
             return
@@ -181,29 +206,39 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self.closed:
             self.write_parts(parts)
 
+    async def mute(self, throttle_ms: int) -> None:
+        """Read and answer nothing for ``throttle_ms`` (a quota's throttle)."""
+        self.hold_reading("throttled")
+        try:
+            await asyncio.sleep(throttle_ms / 1000)
+        finally:
+            self.release_reading("throttled")
+
+    def hold_reading(self, reason: str) -> None:
+        if not self.read_holds and self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+        self.read_holds.add(reason)
+
+    def release_reading(self, reason: str) -> None:
+        self.read_holds.discard(reason)
+        if not self.read_holds and self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
     # security -------------------------------------------------------------
 
-    async def start_tls(self) -> bool:
-        """The TLS handshake; False (logged, closed) when it fails."""
-        loop = asyncio.get_running_loop()
-        try:
-            self.transport = await loop.start_tls(
-                self.transport,
-                self,
-                self.security.tls,
-                server_side=True,
-                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S,
-            )
-        except (OSError, TimeoutError, ConnectionError) as exc:
-            log.info("Failed authentication with %s (SSL handshake failed: %s)", self.peer, exc)
-            self.close()
-            return False
-        if self.transport is None:  # closed during the handshake
-            return False
+    def tls_principal(self) -> bool:
+        """After the TLS handshake: the principal of the client's certificate. False (logged,
+        closed) when the mapping rules have no name for it, as Kafka closes the connection."""
         ssl_object = self.transport.get_extra_info("ssl_object")
         certificate = ssl_object.getpeercert(binary_form=True) if ssl_object else None
+        try:
+            principal = self.security.certificate_principal(certificate)
+        except ValueError as exc:
+            log.info("Failed authentication with %s (%s)", self.peer, exc)
+            self.close()
+            return False
         if self.authenticator is None:
-            self.principal = self.security.certificate_principal(certificate)
+            self.principal = principal
         return True
 
     async def authenticated(self, frame: bytearray) -> bool:
@@ -240,8 +275,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     async def fail_authentication(self, failure: AuthFailure) -> None:
         """Log once, wait ``connection.failed.authentication.delay.ms``, answer, close."""
         log.info("Failed authentication with %s (%s)", self.peer, failure)
-        if self.transport is not None and not self.closed:
-            self.transport.pause_reading()
+        self.hold_reading("failed")
         await asyncio.sleep(self.security.failed_authentication_delay_ms / 1000)
         if failure.answer is not None and not self.closed:
             self.write_parts(failure.answer)

@@ -4,12 +4,19 @@ Kafka closes the connection, without an answer, on a request it cannot parse,
 an unknown API key or an unsupported version. ApiVersions is the exception: a
 too-new ApiVersions request gets a v0 UNSUPPORTED_VERSION answer carrying the
 supported range, so that the client can retry with a version the broker knows.
+
+The request quota (``request_percentage``) is charged here, for every API but
+the ones brokers send each other, with the time the handler spent
+(``request_time``); a client over it gets the throttle time in its answer's
+``throttle_time_ms`` (the larger of it and a byte-rate throttle the handler
+set), which the connection then honours by muting itself.
 """
 
 from __future__ import annotations
 
 import logging
 import struct
+import time
 from typing import Any
 
 from kpybroker.apis.support.context import RequestContext, Services
@@ -25,10 +32,14 @@ from kpybroker.protocol.framing import (
 )
 from kpybroker.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
+from kpybroker.server.request_time import TimedCoroutine
 
 log = logging.getLogger(__name__)
 
 MALFORMED = (DecodeError, struct.error, UnicodeDecodeError, ValueError, IndexError)
+#: APIs only brokers send (Kafka's ``clusterAction``): never charged to a request quota.
+WRITE_TXN_MARKERS_KEY = 27
+FETCH_KEY = 1
 
 
 def unsupported_api_versions(correlation_id: int) -> list[Any]:
@@ -38,6 +49,31 @@ def unsupported_api_versions(correlation_id: int) -> list[Any]:
         api_keys=[ApiVersion(API_VERSIONS_KEY, spec.advertised_min, spec.max_version)],
     )
     return frame_response(response_header(API_VERSIONS_KEY, 0, correlation_id), body.encode(0))
+
+
+async def handle(handler: Any, ctx: RequestContext, request: Any, api_key: int) -> Any:
+    """Run the handler; with request quotas on, charge the client for its time."""
+    quota = ctx.services.quotas.request if ctx.services is not None else None
+    if quota is None or not quota.quotas_enabled or _exempt(api_key, request):
+        return await handler(ctx, request)
+    timed = TimedCoroutine(handler(ctx, request))
+    response = await timed
+    now_ms = time.monotonic_ns() // 1_000_000
+    user, client_id = ctx.principal.name, ctx.client_id or ""
+    throttle_ms = quota.record_request_time(user, client_id, timed.elapsed_ns, now_ms)
+    if throttle_ms and response is not None and hasattr(response, "throttle_time_ms"):
+        response.throttle_time_ms = max(response.throttle_time_ms, throttle_ms)
+    return response
+
+
+def _exempt(api_key: int, request: Any) -> bool:
+    """Broker-to-broker requests: transaction markers, and followers' fetches."""
+    if api_key == WRITE_TXN_MARKERS_KEY:
+        return True
+    if api_key == FETCH_KEY:
+        # replica_id before v15, replica_state from then on; the other is -1.
+        return max(request.replica_id, request.replica_state.replica_id) >= 0
+    return False
 
 
 async def dispatch(
@@ -83,8 +119,9 @@ async def answer(
         listener=listener,
         principal=principal,
         api_name=spec.name,
+        request_size=len(frame),
     )
-    response = await spec.handler(ctx, request)
+    response = await handle(spec.handler, ctx, request, api_key)
     if response is None:
         return None
     parts = frame_response(

@@ -6,8 +6,8 @@ import asyncio
 import logging
 
 from kpybroker.apis.support.context import Services
-from kpybroker.security.listener_security import ListenerSecurity
-from kpybroker.server.connection import KafkaConnection
+from kpybroker.server.connection import KafkaConnection, ListenerSettings
+from kpybroker.server.tls import tls_server_protocol
 
 log = logging.getLogger(__name__)
 
@@ -15,11 +15,10 @@ log = logging.getLogger(__name__)
 async def start_listener(
     services: Services,
     open_connections: set[KafkaConnection],
-    name: str,
+    settings: ListenerSettings,
     host: str,
     port: int,
-    max_request_size: int,
-    security: ListenerSecurity,
+    backlog: int,
 ) -> asyncio.Server:
     """Listen on ``host:port`` (all interfaces when host is empty; port 0 picks a free one).
 
@@ -27,12 +26,18 @@ async def start_listener(
     that the broker can close them all when it stops.
     """
     loop = asyncio.get_running_loop()
+    tls = settings.security.tls
+
+    def new_connection() -> asyncio.BaseProtocol:
+        connection = KafkaConnection(services, open_connections, settings)
+        return connection if tls is None else tls_server_protocol(connection, tls)
+
     server = await loop.create_server(
-        lambda: KafkaConnection(services, open_connections, name, max_request_size, security),
+        new_connection,
         host or None,
         port,
         reuse_address=True,
-        backlog=1024,
+        backlog=backlog,
     )
     return server  # asyncio and uvloop both set TCP_NODELAY on accepted sockets
 

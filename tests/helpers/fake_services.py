@@ -74,6 +74,9 @@ class FakePartition:
     def update_follower(self, replica_id: int, offset: int) -> None:
         pass
 
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.leader_epoch, self.high_watermark
+
     def check_leader_epoch(self, epoch: int) -> None:
         if epoch > self.leader_epoch:
             raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)

@@ -28,6 +28,7 @@ from tests.helpers.java import (
     run_java,
 )
 from tests.helpers.process import OutputDrain, free_port
+from tests.helpers.secure_broker import SECURE_LISTENERS, Credentials, server_properties
 
 #: Settings a single-node cluster needs (Kafka's defaults assume three nodes),
 #: and settings that make tests quick. Test overrides are applied on top.
@@ -171,3 +172,27 @@ class ReferenceKafka(ManagedBroker):
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class SecureReferenceKafka(ReferenceKafka):
+    """Apache Kafka with the listeners and security of ``secure_broker``."""
+
+    def __init__(
+        self, base_dir: Path, credentials: Credentials, overrides: Overrides | None = None
+    ) -> None:
+        super().__init__(base_dir, overrides)
+        self.credentials = credentials
+        self.ports = {name: free_port(self.host) for name in SECURE_LISTENERS}
+
+    def settings(self) -> dict[str, str]:
+        settings = super().settings()
+        extra = ",".join(f"{name}://{self.host}:{port}" for name, port in self.ports.items())
+        settings |= server_properties(self.credentials, self.ports)
+        settings["listeners"] += "," + extra
+        settings["advertised.listeners"] += "," + extra
+        settings["listener.security.protocol.map"] += ",CONTROLLER:PLAINTEXT"
+        settings |= {k: v for k, v in self.overrides.items() if k not in FORMAT_FEATURES}
+        return settings
+
+    def bootstrap_for(self, listener: str) -> str:
+        return f"{self.host}:{self.ports[listener]}"

@@ -17,7 +17,7 @@ from kpybroker.cluster.partition import Transition
 from kpybroker.log.partition_log import FileSlice, ReadResult
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.framing import FrameDecoder
-from kpybroker.server.connection import KafkaConnection
+from kpybroker.server.connection import KafkaConnection, ListenerSettings
 from tests.helpers.log_builders import batch
 from tests.unit.test_cluster_partition import ME, meta, partition
 
@@ -94,7 +94,7 @@ def test_a_response_is_one_writelines_per_run_of_buffers_and_sendfile_between(
     ours, theirs = socket.socketpair()
     try:
         conn = KafkaConnection(
-            services=None, open_connections=set(), listener="L", max_request_size=100
+            services=None, open_connections=set(), settings=ListenerSettings("L", 100)
         )
         conn.transport = RecordingTransport()  # type: ignore[assignment]
         conn.sock_fd = ours.fileno()

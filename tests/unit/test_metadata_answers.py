@@ -6,7 +6,7 @@ import dataclasses
 import uuid
 from types import MappingProxyType
 
-from kpybroker.apis.support.metadata_answers import TopicAnswers, topic_metadata
+from kpybroker.apis.support.metadata_answers import NO_OPERATIONS, TopicAnswers, topic_metadata
 from kpybroker.metadata.model import PartitionMetadata, PartitionState, TopicMetadata
 from kpybroker.protocol._codec import Encoded
 from kpybroker.protocol.messages.metadata import MetadataResponse
@@ -23,9 +23,9 @@ def topic(leader: int = 1) -> Topic:
 def test_an_entry_encodes_as_the_objects_would_in_every_version() -> None:
     t = topic()
     for version in range(13):
-        cached = TopicAnswers().get(version, t, False, frozenset({1, 2}))
+        cached = TopicAnswers().get(version, t, NO_OPERATIONS, frozenset({1, 2}))
         assert isinstance(cached, Encoded)
-        built = topic_metadata(t, False, {1, 2})
+        built = topic_metadata(t, NO_OPERATIONS, {1, 2})
         with_cache = MetadataResponse(brokers=[], topics=[cached]).encode_bytes(version)
         without = MetadataResponse(brokers=[], topics=[built]).encode_bytes(version)
         assert with_cache == without
@@ -34,12 +34,12 @@ def test_an_entry_encodes_as_the_objects_would_in_every_version() -> None:
 def test_entries_stand_until_the_view_or_the_live_brokers_change() -> None:
     answers = TopicAnswers()
     t = topic()
-    first = answers.get(12, t, False, frozenset({1, 2}))
-    assert answers.get(12, t, False, frozenset({1, 2})) is first
-    assert answers.get(12, t, True, frozenset({1, 2})) is not first  # another flag
+    first = answers.get(12, t, NO_OPERATIONS, frozenset({1, 2}))
+    assert answers.get(12, t, NO_OPERATIONS, frozenset({1, 2})) is first
+    assert answers.get(12, t, 3576, frozenset({1, 2})) is not first  # other operations
     changed = Topic(dataclasses.replace(t.meta))  # a new view, as after any change
-    assert answers.get(12, changed, False, frozenset({1, 2})) is not first
-    again = answers.get(12, changed, False, frozenset({1, 2}))
-    assert answers.get(12, changed, False, frozenset({2})) != again  # leader 1 went away
+    assert answers.get(12, changed, NO_OPERATIONS, frozenset({1, 2})) is not first
+    again = answers.get(12, changed, NO_OPERATIONS, frozenset({1, 2}))
+    assert answers.get(12, changed, NO_OPERATIONS, frozenset({2})) != again  # leader 1 away
     answers.prune(set())
     assert len(answers) == 0

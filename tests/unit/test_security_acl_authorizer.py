@@ -568,7 +568,7 @@ def test_one_debug_line_per_denial(caplog: pytest.LogCaptureFixture) -> None:
         assert caplog.records == []
         authz.authorize(user("bob"), LOCALHOST, WRITE, TOPIC, "t")
     [record] = caplog.records
-    assert record.levelno == logging.DEBUG
+    assert record.levelno == logging.INFO
     assert record.getMessage() == (
         "Principal = User:bob is Denied operation = WRITE from host = 127.0.0.1 "
         "on resource = Topic:LITERAL:t based on rule DefaultDeny"

@@ -372,6 +372,8 @@ class RequestContext:
     principal: KafkaPrincipal = ANONYMOUS
     #: The API's name (``Produce``), for messages.
     api_name: str = ""
+    #: The request's size in bytes (header and body), which byte-rate quotas count.
+    request_size: int = 0
 
     # -- authorization (Kafka's AuthHelper) ------------------------------------------
 

@@ -25,8 +25,9 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
-def topic_metadata(topic: Topic, authorized: bool, live: Collection[int]) -> MetadataResponseTopic:
-    """One topic's entry; a partition whose leader is not among ``live`` has none."""
+def topic_metadata(topic: Topic, operations: int, live: Collection[int]) -> MetadataResponseTopic:
+    """One topic's entry, with ``operations`` as its authorized operations; a partition
+    whose leader is not among ``live`` has none."""
     partitions = []
     for index in sorted(topic.partitions):
         state = topic.partitions[index]
@@ -48,7 +49,7 @@ def topic_metadata(topic: Topic, authorized: bool, live: Collection[int]) -> Met
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
         partitions=partitions,
-        topic_authorized_operations=TOPIC_OPERATIONS if authorized else NO_OPERATIONS,
+        topic_authorized_operations=operations,
     )
 
 
@@ -60,7 +61,7 @@ class _Answer:
 
 
 class TopicAnswers:
-    """Encoded topic entries of Metadata answers, per (topic, version, authorized flag).
+    """Encoded topic entries of Metadata answers, per (topic, version, authorized operations).
 
     An entry stands while the topic's cached view is the same object (the
     cluster cache replaces it on any change of the topic, its partitions'
@@ -69,15 +70,17 @@ class TopicAnswers:
     """
 
     def __init__(self) -> None:
-        # topic -> (version, authorized flag) -> answer
-        self._answers: dict[str, dict[tuple[int, bool], _Answer]] = {}
+        # topic -> (version, authorized operations) -> answer
+        self._answers: dict[str, dict[tuple[int, int], _Answer]] = {}
 
-    def get(self, version: int, topic: Topic, authorized: bool, live: frozenset[int]) -> Encoded:
+    def get(self, version: int, topic: Topic, operations: int, live: frozenset[int]) -> Encoded:
+        """The entry of ``topic``; ``operations`` is the requester's authorized operations
+        field (NO_OPERATIONS when not asked for): principals that may do the same share it."""
         answers = self._answers.setdefault(topic.name, {})
-        key = (version, authorized)
+        key = (version, operations)
         answer = answers.get(key)
         if answer is None or answer.meta is not topic.meta or answer.live != live:
-            entry = topic_metadata(topic, authorized, live)
+            entry = topic_metadata(topic, operations, live)
             answer = _Answer(topic.meta, live, entry.encode_bytes(version))
             answers[key] = answer
         return answer.encoded

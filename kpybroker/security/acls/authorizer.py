@@ -14,8 +14,8 @@ The rules are those of Kafka 4's ``StandardAuthorizer`` (``StandardAuthorizerDat
   decides, and when it has some, the request is denied.
 
 Kafka logs each denial of an explicit request at INFO on ``kafka.authorizer.logger``
-(and the rest at DEBUG or TRACE); here a denial is logged at DEBUG on the same
-logger name, by ``_log_denial``.
+(questions that only shape an answer, such as which topics to list, are not
+logged); so does ``_log_denial``, in Kafka's words.
 """
 
 from __future__ import annotations
@@ -296,9 +296,9 @@ class AclAuthorizer:
         name: str,
         rule: IndexedAcl | None,
     ) -> None:
-        """The one place a denial is reported (Kafka's audit line, at DEBUG)."""
-        if audit_log.isEnabledFor(logging.DEBUG):
-            audit_log.debug(
+        """The one place a denial is reported (Kafka's audit line, at INFO)."""
+        if audit_log.isEnabledFor(logging.INFO):
+            audit_log.info(
                 "Principal = %s is Denied operation = %s from host = %s on resource = "
                 "%s:LITERAL:%s based on rule %s",
                 principal,

@@ -1,0 +1,150 @@
+"""A broker set up the way an operator secures Kafka, for the security tests.
+
+One CA signs the broker's certificate and the clients'. The broker listens on
+four listeners: PLAINTEXT (the harness's own port), SASL_PLAINTEXT, SASL_SSL
+and SSL (client certificates required, ``CN=alice,...`` mapped to ``alice``).
+SASL offers PLAIN (users in the JAAS config), SCRAM-SHA-256 and SCRAM-SHA-512
+(users added through AlterUserScramCredentials, by ``admin``) and OAUTHBEARER
+(Kafka's unsecured validator). ACLs are on, nothing is allowed without one,
+and ``admin`` is the super user. The same settings start kpybroker and, with
+``KPYBROKER_TEST_TARGET=kafka``, Apache Kafka, so the tests check both.
+
+``server_properties()`` is what ``docs/security.md`` shows an operator.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.helpers.brokers import KpyBroker, ManagedBroker, Overrides, selected_target
+from tests.helpers.certificates import PASSWORD, CertificateAuthority, Identity
+from tests.helpers.process import free_port
+
+USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+SASL_LISTENERS = ("SASL_PLAINTEXT", "SASL_SSL")
+SECURE_LISTENERS = (*SASL_LISTENERS, "SSL")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+#: TLS principals: the CN of the client certificate.
+MAPPING_RULES = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
+
+
+@dataclass(eq=False)
+class Credentials:
+    """The key material of a secured broker and its clients, as files."""
+
+    directory: Path
+    ca: CertificateAuthority = field(default_factory=CertificateAuthority)
+
+    def __post_init__(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.ca_pem = self.ca.write_pem(self.directory / "ca.pem")
+        self.truststore = self.ca.write_truststore(self.directory / "truststore.p12")
+        server = self.ca.server("CN=localhost,O=kpybroker tests")
+        self.server_pem = server.write_pem(self.directory / "broker.pem")
+        self.server_keystore = server.write_pkcs12(self.directory / "broker.p12")
+
+    @functools.cache  # noqa: B019 - one per user and credentials object
+    def client(self, user: str) -> ClientFiles:
+        """A client certificate for ``user`` (``CN=<user>,O=kpybroker tests``), as files."""
+        identity = self.ca.client(f"CN={user},O=kpybroker tests")
+        return ClientFiles.write(identity, self.directory / user)
+
+
+@dataclass(frozen=True)
+class ClientFiles:
+    key_pem: Path
+    chain_pem: Path
+    keystore: Path
+
+    @classmethod
+    def write(cls, identity: Identity, stem: Path) -> ClientFiles:
+        return cls(
+            identity.write_key_pem(stem.with_suffix(".key")),
+            identity.write_chain_pem(stem.with_suffix(".crt")),
+            identity.write_pkcs12(stem.with_suffix(".p12")),
+        )
+
+
+def jaas(module: str, **options: str) -> str:
+    """A one-entry JAAS config, as ``sasl.jaas.config`` takes it."""
+    text = " ".join(f'{key}="{value}"' for key, value in options.items())
+    return f"{module} required {text};".replace(" ;", ";")
+
+
+def server_properties(credentials: Credentials, ports: dict[str, int]) -> dict[str, str]:
+    """The security settings of the broker (``listeners`` aside), under Kafka's keys."""
+    users = {f"user_{name}": password for name, password in USERS.items()}
+    settings = {
+        "listener.security.protocol.map": (
+            "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL"
+        ),
+        "sasl.enabled.mechanisms": ",".join(MECHANISMS),
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(credentials.server_keystore),
+        "ssl.keystore.password": PASSWORD,
+        "ssl.truststore.type": "PKCS12",
+        "ssl.truststore.location": str(credentials.truststore),
+        "ssl.truststore.password": PASSWORD,
+        "listener.name.ssl.ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": MAPPING_RULES,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin;User:ANONYMOUS",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+    for listener in SASL_LISTENERS:
+        prefix = f"listener.name.{listener.lower()}"
+        settings[f"{prefix}.plain.sasl.jaas.config"] = jaas(
+            PLAIN_MODULE, username="admin", password=USERS["admin"], **users
+        )
+        for mechanism in ("scram-sha-256", "scram-sha-512"):
+            settings[f"{prefix}.{mechanism}.sasl.jaas.config"] = jaas(SCRAM_MODULE)
+        settings[f"{prefix}.oauthbearer.sasl.jaas.config"] = jaas(
+            OAUTH_MODULE, unsecuredLoginStringClaim_sub="admin"
+        )
+    return settings
+
+
+class SecureKpyBroker(KpyBroker):
+    """kpybroker with the four listeners; ``ports`` names each one's port."""
+
+    def __init__(
+        self, base_dir: Path, credentials: Credentials, overrides: Overrides | None = None
+    ) -> None:
+        super().__init__(base_dir, overrides)
+        self.credentials = credentials
+        self.ports = {name: free_port(self.host) for name in SECURE_LISTENERS}
+
+    def command(self) -> list[str]:
+        settings = {
+            **server_properties(self.credentials, self.ports),
+            **self.overrides,
+            "listeners": ",".join(
+                [f"PLAINTEXT://{self.host}:{self.port}"]
+                + [f"{name}://{self.host}:{port}" for name, port in self.ports.items()]
+            ),
+        }
+        saved = self.overrides
+        self.overrides = settings
+        try:
+            return super().command()
+        finally:
+            self.overrides = saved
+
+    def bootstrap_for(self, listener: str) -> str:
+        return f"{self.host}:{self.ports[listener]}"
+
+
+def secure_broker(
+    base_dir: Path, credentials: Credentials, overrides: Overrides | None = None
+) -> ManagedBroker:
+    """An unstarted secured broker of the selected target (kpybroker or Apache Kafka)."""
+    if selected_target() == "kafka":
+        from tests.helpers.reference_kafka import SecureReferenceKafka
+
+        return SecureReferenceKafka(base_dir, credentials, overrides)
+    return SecureKpyBroker(base_dir, credentials, overrides)
