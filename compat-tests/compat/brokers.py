@@ -7,6 +7,11 @@ needs around them: each broker's output saved beside the results, its
 ERROR lines and tracebacks collected (a broker that logs an internal error
 while the clients see nothing wrong still has a bug), and a clean-shutdown
 check at the end.
+
+A suite may ask for a secured broker (``Suite.secured``): the security
+tests' own (``tests/helpers/secure_broker.py``), with its key material in
+the work directory and its SCRAM users added, described to the tests by a
+:class:`compat.security.SecuredBroker`.
 """
 
 from __future__ import annotations
@@ -17,8 +22,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compat.security import ClientFiles, SecuredBroker
 from tests.helpers.brokers import ManagedBroker, create_broker
-from tests.helpers.reference_kafka import ReferenceKafka
+from tests.helpers.certificates import PASSWORD
+from tests.helpers.reference_kafka import ReferenceKafka, SecureReferenceKafka
+from tests.helpers.secure_broker import SECURE_LISTENERS, USERS, Credentials, SecureKpyBroker
+from tests.helpers.secure_clients import add_scram_users
 
 #: Lines worth reporting from a broker's log.
 _ERROR_LINE = re.compile(r"\b(ERROR|CRITICAL)\b")
@@ -30,6 +39,7 @@ class BrokerRun:
 
     broker: ManagedBroker
     log_path: Path
+    security: SecuredBroker | None = None  # a secured broker's other listeners and files
     problems: list[str] = field(default_factory=list)
     error_lines: list[str] = field(default_factory=list)
 
@@ -60,32 +70,79 @@ def error_lines(text: str, limit: int = 50) -> list[str]:
     return found
 
 
-def _create(kind: str, work_dir: Path, overrides: Mapping[str, object] | None) -> ManagedBroker:
-    """An unstarted broker; Apache Kafka gets node id 0, like kpybroker's default broker.id.
+def _create(
+    kind: str,
+    work_dir: Path,
+    overrides: Mapping[str, object] | None,
+    credentials: Credentials | None,
+) -> ManagedBroker:
+    """An unstarted broker, secured when given ``credentials``; Apache Kafka gets node id 0,
+    like kpybroker's default broker.id.
 
     Clients and suites may assume broker 0 (kafka-python's fixtures do); the
     differential suite then compares node ids without translating them.
     """
+    if credentials is None:
+        if kind == "kafka":
+            return ReferenceKafka(work_dir, overrides, node_id=0)
+        return create_broker(kind, work_dir, overrides)
     if kind == "kafka":
-        return ReferenceKafka(work_dir, overrides, node_id=0)
-    return create_broker(kind, work_dir, overrides)
+        kafka = SecureReferenceKafka(work_dir, credentials, overrides)
+        kafka.node_id = 0  # its constructor takes no node id; settings() reads it at start
+        return kafka
+    return SecureKpyBroker(work_dir, credentials, overrides)
+
+
+def _endpoints(broker: ManagedBroker) -> dict[str, str]:
+    """Each listener's ``host:port`` by listener name, PLAINTEXT first."""
+    endpoints = {"PLAINTEXT": broker.bootstrap}
+    if isinstance(broker, SecureKpyBroker | SecureReferenceKafka):
+        endpoints |= {name: broker.bootstrap_for(name) for name in SECURE_LISTENERS}
+    return endpoints
+
+
+def describe(broker: ManagedBroker, credentials: Credentials) -> SecuredBroker:
+    """What the tests of a secured broker need to know, with a client certificate per user."""
+    clients = {}
+    for user in USERS:
+        files = credentials.client(user)
+        clients[user] = ClientFiles(str(files.key_pem), str(files.chain_pem), str(files.keystore))
+    endpoints = _endpoints(broker)
+    del endpoints["PLAINTEXT"]  # that one is the suite's ``bootstrap``
+    return SecuredBroker(
+        listeners=endpoints,
+        ca_pem=str(credentials.ca_pem),
+        truststore=str(credentials.truststore),
+        store_password=PASSWORD,
+        users=dict(USERS),
+        clients=clients,
+    )
 
 
 @contextmanager
 def fresh_broker(
-    kind: str, work_dir: Path, log_path: Path, overrides: Mapping[str, object] | None = None
+    kind: str,
+    work_dir: Path,
+    log_path: Path,
+    overrides: Mapping[str, object] | None = None,
+    *,
+    secured: bool = False,
 ) -> Iterator[BrokerRun]:
     """Start ``kind`` ("kpybroker" or "kafka") in ``work_dir``; stop it and save its log on exit.
 
     Override values may name the broker's own address as ``{host}`` and
-    ``{port}`` (e.g. ``advertised.listeners``), which are only known once the
-    launcher has picked a free port. The returned :class:`BrokerRun` collects
-    shutdown problems (a crash during the suite, an unclean exit) for the
-    runner to report as suite problems.
+    ``{port}``, and all its listeners as ``{listeners}`` (e.g.
+    ``advertised.listeners``), which are only known once the launcher has
+    picked free ports. A ``secured`` broker is ``secure_broker``'s, its
+    SCRAM users added before it is handed over. The returned
+    :class:`BrokerRun` collects shutdown problems (a crash during the suite,
+    an unclean exit) for the runner to report as suite problems.
     """
-    broker = _create(kind, work_dir, overrides)
+    credentials = Credentials(work_dir / "credentials") if secured else None
+    broker = _create(kind, work_dir, overrides, credentials)
+    listeners = ",".join(f"{name}://{address}" for name, address in _endpoints(broker).items())
     broker.overrides = {
-        key: value.format(host=broker.host, port=broker.port)
+        key: value.format(host=broker.host, port=broker.port, listeners=listeners)
         for key, value in broker.overrides.items()
     }
     run = BrokerRun(broker, log_path)
@@ -93,6 +150,9 @@ def fresh_broker(
     try:
         broker.start()
         started = True
+        if credentials is not None:
+            add_scram_users(broker)
+            run.security = describe(broker, credentials)
         yield run
     finally:
         if started:

@@ -1,11 +1,13 @@
 """A pytest plugin loaded into every pytest-driven suite (``-p compat.pytest_plugin``).
 
-It must import nothing but the standard library, pytest and :mod:`compat.results`,
-because it also runs inside the suites' own virtualenvs (kafka-python, aiokafka),
-where kpybroker is not installed.
+It must import nothing but the standard library, pytest, :mod:`compat.results`
+and :mod:`compat.security`, because it also runs inside the suites' own
+virtualenvs (kafka-python, aiokafka), where kpybroker is not installed.
 
 - Fixtures ``bootstrap`` and ``reference_bootstrap``: the brokers the runner
   started (``COMPAT_BOOTSTRAP``, ``COMPAT_REFERENCE_BOOTSTRAP``).
+- Fixture ``security``: a secured broker's other listeners, users and key
+  material (``COMPAT_SECURITY``), for suites whose ``Suite.secured`` is set.
 - Known failures that would otherwise hang until a client's own timeout (a
   transactional producer waiting 60 s for a coordinator) get the shorter
   ``timeout`` their entry asks for (``COMPAT_TEST_TIMEOUTS``, set by the
@@ -23,6 +25,7 @@ import uuid
 import pytest
 
 from compat.results import test_identifier
+from compat.security import SecuredBroker
 
 
 def _item_test_id(item: pytest.Item) -> str:
@@ -61,6 +64,20 @@ def bootstrap() -> str:
 def reference_bootstrap() -> str:
     """``host:port`` of the reference Apache Kafka (differential suite only)."""
     return _required_env("COMPAT_REFERENCE_BOOTSTRAP")
+
+
+@pytest.fixture(scope="session")
+def security() -> SecuredBroker:
+    """The SASL_PLAINTEXT, SASL_SSL and SSL listeners of the broker under test, its users and
+    the CA and client certificates (suites with ``secured = True`` only)."""
+    described = SecuredBroker.from_env()
+    if described is None:
+        pytest.fail(
+            "COMPAT_SECURITY is not set: run this suite through compat-tests/run, and give it "
+            "a secured broker (secured = True on its Suite)",
+            pytrace=False,
+        )
+    return described
 
 
 @pytest.fixture

@@ -73,7 +73,7 @@ def run_command(
     its exit status: failing tests are judged from the JUnit XML).
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w") as log:
+    with open(log_path, "a") as log:  # a suite's second command continues the same log
         log.write(f"$ {' '.join(command.args)}\n(cwd {command.cwd})\n")
         log.flush()
         proc = subprocess.Popen(
@@ -131,15 +131,18 @@ def run_suite(
         expectations = expectations.without_known_failures()
     phases = _Phases()
     junit = artifacts / "junit.xml"
+    reports: list[Path] = []
     try:
         with phases("install"):
             result.versions = suite.install()
-        _run_against_fresh_brokers(suite, result, phases, expectations, junit, selection, echo)
+        _run_against_fresh_brokers(
+            suite, result, phases, expectations, junit, reports, selection, echo
+        )
     except InstallError as exc:
         result.problems.append(f"install failed: {exc}")
     except Exception as exc:  # a broker that would not start, a bug in a suite definition
         result.problems.append(f"{type(exc).__name__}: {exc}"[:4000])
-    _judge(result, junit, expectations, selection)
+    _judge(result, reports or [junit], expectations, selection)
     try:
         result.notes = suite.notes()
         result.annotations = suite.annotations()
@@ -157,24 +160,29 @@ def _run_against_fresh_brokers(
     phases: _Phases,
     expectations: Expectations,
     junit: Path,
+    reports: list[Path],
     selection: str | None,
     echo: bool,
 ) -> None:
-    """Start the broker(s), run the test command, stop them; problems go on ``result``."""
+    """Start the broker(s), run the test commands, stop them; problems go on ``result``.
+
+    ``reports`` gets the JUnit XML file of each command, whether or not it ran.
+    """
     artifacts = junit.parent
     work = Path(tempfile.mkdtemp(prefix=f"compat-{suite.name}-"))
     brokers: list[BrokerRun] = []
     try:
         with contextlib.ExitStack() as stack:
 
-            def start(kind: str, name: str) -> BrokerRun:
+            def start(kind: str, name: str, *, secured: bool = False) -> BrokerRun:
                 log = artifacts / f"{name}.log"
-                run = stack.enter_context(fresh_broker(kind, work / name, log, suite.overrides()))
+                broker = fresh_broker(kind, work / name, log, suite.overrides(), secured=secured)
+                run = stack.enter_context(broker)
                 brokers.append(run)
                 return run
 
             with phases("brokers"):
-                main = start(result.target, result.target)
+                main = start(result.target, result.target, secured=suite.secured)
                 reference = start("kafka", "reference-kafka") if suite.needs_reference else None
             ctx = RunContext(
                 target=result.target,
@@ -184,14 +192,20 @@ def _run_against_fresh_brokers(
                 junit_path=junit,
                 selection=selection,
                 test_timeouts=expectations.timeouts(),
+                security=main.security,
             )
             with phases("tests"):
-                problem = run_command(
-                    suite.command(ctx), artifacts / "output.log", suite.run_timeout,
-                    echo=echo, prefix=f"[{suite.name}] ",
-                )  # fmt: skip
-            if problem:
-                result.problems.append(problem)
+                commands = suite.commands(ctx)
+                reports.extend(command.junit or junit for command in commands)
+                deadline = time.monotonic() + suite.run_timeout
+                for command in commands:
+                    problem = run_command(
+                        command, artifacts / "output.log", deadline - time.monotonic(),
+                        echo=echo, prefix=f"[{suite.name}] ",
+                    )  # fmt: skip
+                    if problem:
+                        result.problems.append(problem)
+                        break
     finally:
         # The brokers have stopped (ExitStack): collect what was noticed about them.
         for run in brokers:
@@ -201,12 +215,16 @@ def _run_against_fresh_brokers(
 
 
 def _judge(
-    result: SuiteResult, junit: Path, expectations: Expectations, selection: str | None
+    result: SuiteResult, reports: list[Path], expectations: Expectations, selection: str | None
 ) -> None:
-    """Verdicts per test from the JUnit XML, and the suite's status from them and its problems."""
-    if junit.exists():
-        cases = parse_junit(junit)
-        result.tests = [expectations.judge(case) for case in cases]
+    """Verdicts per test from the JUnit XML files, and the suite's status from them and its
+    problems."""
+    cases = [case for report in reports if report.exists() for case in parse_junit(report)]
+    missing = [report.name for report in reports if not report.exists()]
+    result.tests = [expectations.judge(case) for case in cases]
+    if missing and not result.problems:
+        result.problems.append(f"the test runner wrote no results ({', '.join(missing)} missing)")
+    elif not missing:
         if selection is None:  # on a partial run, unmatched entries prove nothing
             result.problems.extend(
                 f"stale entry, matches no test: {entry}"
@@ -214,8 +232,6 @@ def _judge(
             )
         if not cases:
             result.problems.append("the test runner reported no tests")
-    elif not result.problems:
-        result.problems.append(f"the test runner wrote no results ({junit.name} is missing)")
     bad = any(t.status in BAD_STATUSES for t in result.tests)
     if result.problems and not result.tests:
         result.status = "error"

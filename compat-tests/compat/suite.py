@@ -20,6 +20,8 @@ from typing import ClassVar
 
 from compat.expectations import Expectations
 from compat.paths import COMPAT_ROOT, REPO_ROOT
+from compat.security import ENV as SECURITY_ENV
+from compat.security import SecuredBroker
 
 #: Settings every suite's broker gets: no 3 s wait before a new group's first
 #: rebalance (Kafka's own test setups and the reference launcher do the same).
@@ -37,6 +39,7 @@ class RunContext:
     junit_path: Path  # where the test runner must write JUnit XML
     selection: str | None  # a -k expression, or None for the whole suite
     test_timeouts: dict[str, float] = field(default_factory=dict)
+    security: SecuredBroker | None = None  # the broker's other listeners (Suite.secured)
 
     def env(self) -> dict[str, str]:
         """The environment every suite's tests get."""
@@ -46,6 +49,8 @@ class RunContext:
         if self.reference_bootstrap:
             env["COMPAT_REFERENCE_BOOTSTRAP"] = self.reference_bootstrap
         env["COMPAT_TEST_TIMEOUTS"] = json.dumps(self.test_timeouts)
+        if self.security is not None:
+            env[SECURITY_ENV] = self.security.to_json()
         # Where a suite may leave files for whoever reads the results.
         env["COMPAT_ARTIFACTS"] = str(self.junit_path.parent)
         env["PYTHONUNBUFFERED"] = "1"
@@ -54,11 +59,16 @@ class RunContext:
 
 @dataclass
 class Command:
-    """A test runner invocation: it must write JUnit XML to ``RunContext.junit_path``."""
+    """A test runner invocation: it must write JUnit XML to ``junit``.
+
+    ``junit`` None means ``RunContext.junit_path``; a suite that runs several
+    commands (:meth:`Suite.commands`) gives each of the others a file of its own.
+    """
 
     args: list[str]
     env: dict[str, str]
     cwd: Path = REPO_ROOT
+    junit: Path | None = None
 
 
 class Suite(abc.ABC):
@@ -74,8 +84,16 @@ class Suite(abc.ABC):
     what: ClassVar[str]
     #: True when the suite also needs a reference Apache Kafka.
     needs_reference: ClassVar[bool] = False
-    #: Settings for this suite's kpybroker (on top of BASE_BROKER_OVERRIDES).
+    #: Settings for this suite's kpybroker (on top of BASE_BROKER_OVERRIDES). A value may
+    #: name the broker's address as ``{host}`` and ``{port}`` and all its listeners as
+    #: ``{listeners}`` (``advertised.listeners``), known only once its ports are chosen.
     broker_overrides: ClassVar[Mapping[str, object]] = {}
+    #: True when the suite's broker must be a secured one (tests/helpers/secure_broker.py):
+    #: ``bootstrap`` stays its PLAINTEXT listener, where User:ANONYMOUS is a super user, and
+    #: SASL_PLAINTEXT, SASL_SSL and SSL listeners are added, with every user of
+    #: ``secure_broker.USERS`` given SCRAM-SHA-256 and SCRAM-SHA-512 credentials before the
+    #: tests start. The tests find it in ``RunContext.security`` (COMPAT_SECURITY).
+    secured: ClassVar[bool] = False
     #: Seconds the whole test command may take before it is killed.
     run_timeout: ClassVar[float] = 900.0
 
@@ -100,6 +118,10 @@ class Suite(abc.ABC):
     @abc.abstractmethod
     def command(self, ctx: RunContext) -> Command:
         """The test command for this run."""
+
+    def commands(self, ctx: RunContext) -> list[Command]:
+        """Every test command of this run, in order (one, unless a suite needs several)."""
+        return [self.command(ctx)]
 
     def notes(self) -> list[str]:
         """Extra lines for the report (e.g. the differential suite's allowlist)."""
@@ -133,11 +155,15 @@ class PytestSuite(Suite):
         return [COMPAT_ROOT, REPO_ROOT]
 
     def command(self, ctx: RunContext) -> Command:
+        return self.pytest_command(ctx, self.paths(), ctx.junit_path)
+
+    def pytest_command(self, ctx: RunContext, paths: Sequence[str], junit: Path) -> Command:
+        """pytest on ``paths``, writing JUnit XML to ``junit``."""
         args = [
-            self.python, "-m", "pytest", *self.paths(),
+            self.python, "-m", "pytest", *paths,
             "-p", "compat.pytest_plugin", "-p", "no:cacheprovider",
             "-o", "addopts=", "-q", "-rfEs", "--tb=short",
-            f"--timeout={self.test_timeout:g}", f"--junitxml={ctx.junit_path}",
+            f"--timeout={self.test_timeout:g}", f"--junitxml={junit}",
         ]  # fmt: skip
         if ctx.selection:
             args += ["-k", ctx.selection]
@@ -145,4 +171,4 @@ class PytestSuite(Suite):
         env["PYTHONPATH"] = os.pathsep.join(
             [*(str(p) for p in self.pythonpath()), *filter(None, [env.get("PYTHONPATH")])]
         )
-        return Command(args, env, self.rootdir())
+        return Command(args, env, self.rootdir(), junit)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kpybroker.config import BrokerConfig, ConfigError, Listener, Password
@@ -175,12 +175,35 @@ def _sasl_settings(
     max_receive = config.listener_value(listener.name, "sasl.server.max.receive.size")
     assert isinstance(max_receive, int)
     settings = SaslSettings(
-        mechanisms=tuple(mechanisms),
+        mechanisms=java_hash_map_order(mechanisms),
         new_server=lambda mechanism: factories[mechanism](),
         max_receive_size=max_receive,
         reauth_ms=lambda mechanism: _reauth_ms(config, listener, mechanism),
     )
     return settings, tuple(validators)
+
+
+def java_hash_map_order(keys: Iterable[str]) -> tuple[str, ...]:
+    """The order a Java ``HashMap`` of these keys iterates in: Kafka announces a listener's
+    mechanisms from one (``SaslHandshake``'s list), so clients see them in that order.
+
+    A key's bucket is its ``String.hashCode``, spread as ``HashMap.hash`` does, modulo the
+    table size (16, doubled while more than three quarters full); keys of one bucket keep
+    the order they were put in.
+    """
+    distinct = list(dict.fromkeys(keys))
+    capacity = 16
+    while len(distinct) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: str) -> int:
+        utf16 = key.encode("utf-16-be")
+        code = 0
+        for index in range(0, len(utf16), 2):  # over UTF-16 code units, as Java's strings
+            code = (31 * code + int.from_bytes(utf16[index : index + 2], "big")) & 0xFFFFFFFF
+        return (code ^ (code >> 16)) & (capacity - 1)
+
+    return tuple(sorted(distinct, key=lambda key: bucket(key)))
 
 
 def _jaas_entry(config: BrokerConfig, listener: Listener, mechanism: str) -> JaasEntry:

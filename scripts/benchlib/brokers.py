@@ -3,7 +3,9 @@
 The processes are started by ``tests/helpers`` (``KpyBroker`` and
 ``ReferenceKafka``, the launcher the integration tests use); this module adds
 what the benchmark measures: the time from spawning the process to the first
-ApiVersions answer, and the process's CPU time and RSS.
+ApiVersions answer, and the process's CPU time and RSS. For the secured
+workloads, both start with the security settings of ``secure_broker``
+(``SecureKpyBroker`` and ``SecureReferenceKafka``) on top of the same bench settings.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from benchlib.plan import KAFKA_HEAP, KAFKA_SETTINGS, KPYBROKER_SETTINGS
 from benchlib.results import KAFKA, KPYBROKER
 from tests.helpers.brokers import KpyBroker, ManagedBroker
 from tests.helpers.process import REPO_ROOT
-from tests.helpers.reference_kafka import ReferenceKafka
+from tests.helpers.reference_kafka import ReferenceKafka, SecureReferenceKafka
+from tests.helpers.secure_broker import Credentials, SecureKpyBroker
 
 #: kpybroker's bytecode cache (see ``bytecode_env``), outside the checkout.
 PYCACHE = Path.home() / ".cache" / "kpybroker" / "bench-pycache"
@@ -107,7 +110,14 @@ def compile_kpybroker() -> None:
     )
 
 
-class BenchKpyBroker(Measured, KpyBroker):
+class CachedBytecode(ManagedBroker):
+    """Runs kpybroker from cached bytecode, as an installed package is (``bytecode_env``)."""
+
+    def env(self) -> dict[str, str]:
+        return bytecode_env(super().env())
+
+
+class BenchKpyBroker(Measured, CachedBytecode, KpyBroker):
     """``python -m kpybroker`` with its defaults (plus ``KPYBROKER_SETTINGS``), run from
     cached bytecode as an installed package is."""
 
@@ -115,9 +125,6 @@ class BenchKpyBroker(Measured, KpyBroker):
 
     def __init__(self, base_dir: Path) -> None:
         super().__init__(base_dir, KPYBROKER_SETTINGS)
-
-    def env(self) -> dict[str, str]:
-        return bytecode_env(super().env())
 
 
 class BenchKafka(Measured, ReferenceKafka):
@@ -127,6 +134,41 @@ class BenchKafka(Measured, ReferenceKafka):
 
     def __init__(self, base_dir: Path, lib: Path) -> None:
         super().__init__(base_dir, KAFKA_SETTINGS, lib=lib, heap=KAFKA_HEAP)
+
+
+class SecureBenchKpyBroker(Measured, CachedBytecode, SecureKpyBroker):
+    """``BenchKpyBroker`` with the listeners and security settings of ``secure_broker``."""
+
+    label = KPYBROKER
+
+    def __init__(self, base_dir: Path, credentials: Credentials) -> None:
+        super().__init__(base_dir, credentials, KPYBROKER_SETTINGS)
+
+
+class SecureBenchKafka(Measured, SecureReferenceKafka):
+    """``BenchKafka`` with the listeners and security settings of ``secure_broker``."""
+
+    label = KAFKA
+
+    def __init__(self, base_dir: Path, lib: Path, credentials: Credentials) -> None:
+        super().__init__(base_dir, credentials, KAFKA_SETTINGS)
+        # SecureReferenceKafka takes neither: BenchKafka's jars and heap.
+        self.lib = lib
+        self.heap = KAFKA_HEAP
+
+
+#: The brokers of the secured workloads, which have ``bootstrap_for(listener)``.
+SECURED_BROKERS = (SecureBenchKpyBroker, SecureBenchKafka)
+
+
+def listener_bootstrap(broker: Measured, listener: str) -> str:
+    """``host:port`` of ``listener`` on ``broker``: the PLAINTEXT port every broker has, or
+    a secured broker's other listeners."""
+    if listener == "PLAINTEXT":
+        return broker.bootstrap
+    if not isinstance(broker, SECURED_BROKERS):
+        raise TypeError(f"{broker!r} has no {listener} listener")
+    return broker.bootstrap_for(listener)
 
 
 def kafka_version(lib: Path) -> str:

@@ -4,6 +4,7 @@ scripts/bench                  # the full plan: issue 7's workloads, 3 rounds (~
 scripts/bench --quick          # every step with small counts (~1-2 min); for CI's smoke
 scripts/bench --rounds 5 --output /tmp/perf
 scripts/bench --only transactions   # just workloads 6 and 7 (output: a temporary directory)
+scripts/bench --only security       # just workloads 8 and 9, over TLS and SASL_SSL
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from benchlib.brokers import (
     BenchKafka,
     BenchKpyBroker,
     Measured,
+    SecureBenchKafka,
+    SecureBenchKpyBroker,
     compile_kpybroker,
     kafka_version,
 )
@@ -37,6 +40,7 @@ from benchlib.procstat import describe_machine
 from benchlib.results import KAFKA, Results
 from benchlib.workloads import (
     ALL_WORKLOADS,
+    SECURED_WORKLOADS,
     SELECTIONS,
     STARTUP,
     W5,
@@ -46,6 +50,7 @@ from benchlib.workloads import (
 )
 from tests.helpers.java import fetch_kafka_lib, java_executable
 from tests.helpers.process import REPO_ROOT
+from tests.helpers.secure_broker import Credentials
 
 DEFAULT_OUTPUT = REPO_ROOT / "docs"
 
@@ -71,7 +76,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         nargs="+",
         choices=sorted(SELECTIONS),
         metavar="WORKLOAD",
-        help="run only these workloads (the warm-up always runs; both brokers still start): "
+        help="run only these workloads (both brokers still start, and warm up): "
         + ", ".join(f"{key} ({' and '.join(names)})" for key, names in SELECTIONS.items()),
     )
     parser.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib)")
@@ -100,26 +105,67 @@ def in_turn(brokers: list[Measured], step_index: int) -> list[Measured]:
 def run_round(
     number: int, plan: Plan, workloads: Workloads, lib: Path, workdir: Path, results: Results
 ) -> list[Measured]:
-    """Start both brokers afresh, run every step against each in turn, then scale, then stop.
+    """The plaintext workloads, then the secured ones: each part starts both brokers afresh
+    (a part none of whose workloads is selected does not run).
 
     Returns the brokers (stopped), whose command lines the doc shows.
     """
+    where = f"round {number + 1}/{plan.rounds}"
+    brokers: list[Measured] = []
+    if workloads.selected - SECURED_WORKLOADS:
+        brokers += run_plaintext(where, number, workloads, lib, workdir / "plaintext", results)
+    if workloads.selected & SECURED_WORKLOADS:
+        brokers += run_secured(where, number, workloads, lib, workdir / "secured", results)
+    return brokers
+
+
+def run_steps(where: str, brokers: list[Measured], steps: list[Step], results: Results) -> None:
+    """Every step against each broker, the order flipping from step to step."""
+    for index, step in enumerate(steps):
+        for broker in in_turn(brokers, index):
+            progress(f"{where} {broker.label}: {step.workload} {step.case}")
+            step.run(broker, results)
+
+
+def run_plaintext(
+    where: str, number: int, workloads: Workloads, lib: Path, workdir: Path, results: Results
+) -> list[Measured]:
+    """Start both brokers afresh, run every step against each in turn, then scale, then stop."""
     brokers: list[Measured] = [BenchKafka(workdir / "kafka", lib), BenchKpyBroker(workdir / "kpy")]
     brokers = in_turn(brokers, number)
     steps = workloads.steps()
-    where = f"round {number + 1}/{plan.rounds}"
     try:
         for broker in brokers:
             progress(f"{where} {broker.label}: {STARTUP}")
             workloads.startup(broker, results if STARTUP in workloads.selected else Results())
-        for index, step in enumerate(steps):
-            for broker in in_turn(brokers, index):
-                progress(f"{where} {broker.label}: {step.workload} {step.case}")
-                step.run(broker, results)
+        run_steps(where, brokers, steps, results)
         for broker in in_turn(brokers, len(steps)) if W5 in workloads.selected else []:
             progress(f"{where} {broker.label}: 5 scale {workloads.scale_case}")
             workloads.scale(broker, results)
             broker.kill()  # its data is thrown away: no need for a clean shutdown
+    finally:
+        for broker in brokers:
+            broker.kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return brokers
+
+
+def run_secured(
+    where: str, number: int, workloads: Workloads, lib: Path, workdir: Path, results: Results
+) -> list[Measured]:
+    """Start both brokers afresh with the security settings (one CA and key material for
+    both), run workloads 8 and 9 against each in turn, then stop them."""
+    credentials = Credentials(workdir / "credentials")
+    brokers: list[Measured] = [
+        SecureBenchKafka(workdir / "kafka", lib, credentials),
+        SecureBenchKpyBroker(workdir / "kpy", credentials),
+    ]
+    brokers = in_turn(brokers, number)
+    try:
+        for broker in brokers:
+            progress(f"{where} {broker.label}: starting with the security settings")
+            broker.start()
+        run_steps(where, brokers, workloads.secured_steps(credentials), results)
     finally:
         for broker in brokers:
             broker.kill()

@@ -7,6 +7,9 @@
   ``fetch.*`` columns exclude the group join, so they measure the broker's fetch path.
 * ``EndToEndLatency`` (``kafka-e2e-latency.sh``): one record at a time, produce
   (acks as given) then consume it; percentiles in whole milliseconds, as it prints them.
+
+Client settings beyond the bootstrap address (a secured listener's, read_committed) reach the
+producer and consumer tools in a properties file, as an operator passes them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import re
 import tempfile
 import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +29,9 @@ from tests.helpers.process import run_tool
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
 END_TO_END_LATENCY = "org.apache.kafka.tools.EndToEndLatency"
+
+#: Every ConsumerPerformance run reads in a new group named with this prefix.
+GROUP_PREFIX = "bench-"
 
 _NUMBER = r"([\d.]+)"
 PRODUCER_SUMMARY = re.compile(
@@ -49,6 +57,19 @@ def run_perf_tool(lib: Path, main_class: str, args: list[str], timeout: float) -
     return result.stdout
 
 
+@contextmanager
+def properties_file(option: str, settings: Mapping[str, str]) -> Iterator[list[str]]:
+    """``[option, <file>]`` naming a temporary file of ``settings`` while the block runs;
+    no arguments when there are no settings."""
+    if not settings:
+        yield []
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-client-") as tmp:
+        path = Path(tmp) / "client.properties"
+        path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+        yield [option, str(path)]
+
+
 @dataclass(frozen=True)
 class ProducerResult:
     records: int
@@ -66,9 +87,11 @@ def producer_performance(
     record_size: int,
     timeout: float,
     transaction_duration_ms: int | None = None,
+    producer_config: Mapping[str, str] | None = None,
 ) -> ProducerResult:
     """acks=all, unthrottled, every other producer setting at its default; with
-    ``transaction_duration_ms``, transactional (a new transactional id per run)."""
+    ``transaction_duration_ms``, transactional (a new transactional id per run).
+    ``producer_config`` goes to the tool in a ``--producer.config`` file."""
     transactions = (
         []
         if transaction_duration_ms is None
@@ -77,19 +100,21 @@ def producer_performance(
             "--transaction-duration-ms", str(transaction_duration_ms),
         ]
     )  # fmt: skip
-    out = run_perf_tool(
-        lib,
-        PRODUCER_PERFORMANCE,
-        [
-            "--topic", topic,
-            "--num-records", str(records),
-            "--record-size", str(record_size),
-            "--throughput", "-1",
-            *transactions,
-            "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all",
-        ],
-        timeout,
-    )  # fmt: skip
+    with properties_file("--producer.config", producer_config or {}) as config:
+        out = run_perf_tool(
+            lib,
+            PRODUCER_PERFORMANCE,
+            [
+                "--topic", topic,
+                "--num-records", str(records),
+                "--record-size", str(record_size),
+                "--throughput", "-1",
+                *transactions,
+                *config,
+                "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all",
+            ],
+            timeout,
+        )  # fmt: skip
     m = PRODUCER_SUMMARY.search(out)
     if m is None or int(m.group(1)) != records:
         raise ToolError(f"no summary for {records} records in ProducerPerformance output:\n{out}")
@@ -116,16 +141,11 @@ def consumer_performance(
     topic: str,
     records: int,
     timeout: float,
-    consumer_config: dict[str, str] | None = None,
+    consumer_config: Mapping[str, str] | None = None,
 ) -> ConsumerResult:
     """Read ``records`` from the beginning in a new group; ToolError unless all arrive.
     ``consumer_config`` goes to the tool in a ``--consumer.config`` file."""
-    with tempfile.TemporaryDirectory(prefix="bench-consumer-") as tmp:
-        config = []
-        if consumer_config:
-            path = Path(tmp) / "consumer.properties"
-            path.write_text("".join(f"{key}={value}\n" for key, value in consumer_config.items()))
-            config = ["--consumer.config", str(path)]
+    with properties_file("--consumer.config", consumer_config or {}) as config:
         out = run_perf_tool(
             lib,
             CONSUMER_PERFORMANCE,
@@ -133,7 +153,7 @@ def consumer_performance(
                 "--bootstrap-server", bootstrap,
                 "--topic", topic,
                 "--messages", str(records),
-                "--group", f"bench-{uuid.uuid4().hex[:12]}",
+                "--group", f"{GROUP_PREFIX}{uuid.uuid4().hex[:12]}",
                 "--timeout", "60000",
                 *config,
             ],

@@ -100,6 +100,11 @@ class Plan:
     txn_warmup_records: int
     #: Workload 7.
     aborted_topic: AbortedTopic
+    #: Workloads 8 and 9: ProducerPerformance, read back by ConsumerPerformance, over each
+    #: secured listener.
+    secured_cases: tuple[ProduceCase, ...]
+    #: Records of the unrecorded warm-up over each secured listener (0: none).
+    secured_warmup_records: int
 
     @property
     def scale_partitions(self) -> int:
@@ -136,6 +141,8 @@ FULL = Plan(
     txn_durations_ms=(100, 1000),
     txn_warmup_records=200_000,
     aborted_topic=AbortedTopic(1_000_000, 100, 6, per_transaction=1_000),
+    secured_cases=(ProduceCase(1_000_000, 100, 6), ProduceCase(200_000, 1024, 6)),
+    secured_warmup_records=200_000,
 )
 
 QUICK = Plan(
@@ -159,6 +166,9 @@ QUICK = Plan(
     txn_durations_ms=(100, 1000),
     txn_warmup_records=0,
     aborted_topic=AbortedTopic(20_000, 100, 6, per_transaction=500),
+    # One case: each step over TLS costs the tools' JVM start and handshakes, whatever the count.
+    secured_cases=(ProduceCase(20_000, 100, 6),),
+    secured_warmup_records=0,
 )
 
 #: Both brokers: consumer groups form at once (Kafka's shipped config/server.properties

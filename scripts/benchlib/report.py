@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlib.javatools import GROUP_PREFIX
 from benchlib.librdkafka import FETCH_QUEUE_BACKOFF_MS
 from benchlib.plan import (
     KAFKA_HEAP,
@@ -31,6 +32,7 @@ from benchlib.results import (
     format_ratio,
     format_value,
 )
+from benchlib.secured import MECHANISM, TOPIC_PREFIX, USER
 
 CHART_NAME = "performance.png"
 
@@ -221,6 +223,7 @@ def settings_lines(settings: dict[str, str]) -> list[str]:
 def method_lines(info: RunInfo) -> list[str]:
     plan, txn, spec = info.plan, info.plan.txn_produce_case, info.plan.aborted_topic
     durations = " and ".join(f"{d:,}" for d in plan.txn_durations_ms)
+    secured_cases = "; ".join(case.label for case in plan.secured_cases)
     return [
         f"- {plan.rounds} round(s). Each round starts both brokers afresh (empty data "
         "directories), warms both up with an unrecorded ProducerPerformance and "
@@ -280,6 +283,27 @@ def method_lines(info: RunInfo) -> list[str]:
         "end after the clock has stopped, gets each committed record once with its content "
         "and none of the aborted ones (ConsumerPerformance stops at the count it is given, "
         "so it could not see an extra record itself).",
+        "- Workloads 8 and 9: after the plaintext workloads, both brokers are started afresh "
+        "with, on top of the settings above, the security settings of "
+        "`tests/helpers/secure_broker.py` (`server_properties()`, the same for both, with one "
+        "CA and its P-256 certificates for both): SASL_PLAINTEXT, SASL_SSL and SSL listeners "
+        "beside PLAINTEXT, PKCS12 key and trust stores, client certificates required on SSL "
+        "(`listener.name.ssl.ssl.client.auth=required`), SASL PLAIN, SCRAM-SHA-256, "
+        "SCRAM-SHA-512 and OAUTHBEARER, and ACLs (`authorizer.class.name="
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer`, "
+        "`allow.everyone.if.no.acl.found=false`). The tools run as `" + USER + "`, an ordinary "
+        "user, so that every request is checked against ACLs: her SCRAM credentials are added "
+        "with AlterUserScramCredentials, and PREFIXED ACLs allow her WRITE and READ on topics "
+        f"`{TOPIC_PREFIX}*` and READ on groups `{GROUP_PREFIX}*`. Over SSL "
+        "(`security.protocol=SSL`, her certificate in a PKCS12 key store) and over SASL_SSL "
+        f"(`sasl.mechanism={MECHANISM}`, `sasl.jaas.config` with ScramLoginModule), both "
+        "trusting the CA (`ssl.truststore.*`), set in a "
+        "`--producer.config` / `--consumer.config` file, ProducerPerformance and "
+        f"ConsumerPerformance run as in workloads 1 and 2 ({secured_cases}); the topics are "
+        "created on the PLAINTEXT port. Before them, each broker gets an unrecorded run over "
+        f"each listener ({plan.secured_warmup_records:,} records). Issue 7's targets are for "
+        "the plaintext workloads: these figures have none. Their CPU per MB includes the "
+        "tools' TLS handshakes and SASL exchanges (a few connections per run).",
         "- CPU per MB: the broker process's user + system CPU time (`/proc/<pid>/stat`, "
         "all threads) over the step, per MB (10^6 bytes) of record payload moved. CPU use: "
         "the same CPU time over the seconds the records were moving (as the client timed "

@@ -3,7 +3,9 @@
 A :class:`Step` runs one client workload against one broker and records its
 figures, including the broker's CPU time over the step divided by the
 megabytes of payload it moved. The rounds (``cli``) run every step against
-both brokers in turn.
+both brokers in turn. Workloads 8 and 9 are workloads 1 and 2 over TLS and
+SASL_SSL (``secured``), against both brokers restarted with the security settings;
+issue 7's targets are for the plaintext workloads, so theirs are figures without targets.
 """
 
 from __future__ import annotations
@@ -16,8 +18,17 @@ from typing import TypeVar
 
 from benchlib import javatools, librdkafka, scale
 from benchlib.brokers import Measured, create_topics
+from benchlib.javatools import ConsumerResult, ProducerResult
 from benchlib.plan import Plan, ProduceCase, format_size
 from benchlib.results import Better, Metric, Results
+from benchlib.secured import (
+    PLAINTEXT,
+    TOPIC_PREFIX,
+    Listener,
+    authorize_user,
+    secured_listeners,
+)
+from tests.helpers.secure_broker import Credentials
 
 T = TypeVar("T")
 
@@ -33,6 +44,8 @@ W5 = "5 scale"
 STARTUP = "5 startup"
 W6 = "6 ProducerPerformance, transactional"
 W7 = "7 ConsumerPerformance, read_committed"
+W8 = "8 ProducerPerformance, secured"
+W9 = "9 ConsumerPerformance, secured"
 
 #: ``--only``'s names for the workloads: what each selects.
 SELECTIONS: dict[str, tuple[str, ...]] = {
@@ -42,13 +55,19 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
     "librdkafka": (W4,),
     "scale": (W5,),
     "transactions": (W6, W7),
+    "security": (W8, W9),
 }
 ALL_WORKLOADS: frozenset[str] = frozenset(w for ws in SELECTIONS.values() for w in ws)
+#: The workloads run against the brokers restarted with the security settings.
+SECURED_WORKLOADS: frozenset[str] = frozenset(SELECTIONS["security"])
 
 #: What workload 7's ConsumerPerformance reads with (its ``--consumer.config``).
 READ_COMMITTED = {"isolation.level": "read_committed"}
 
 MB = 1e6
+
+#: What a step does against one broker, recording into the results.
+StepRun = Callable[[Measured, Results], None]
 
 
 def with_cpu(broker: Measured, action: Callable[[], T]) -> tuple[T, float]:
@@ -81,13 +100,63 @@ def record_cpu(
     )
 
 
+def record_producer(
+    results: Results,
+    workload: str,
+    case: str,
+    broker: str,
+    spec: ProduceCase,
+    result: ProducerResult,
+    cpu_seconds: float,
+    targets: bool,
+) -> None:
+    """A ProducerPerformance run's figures; ``targets``: the issue's ratio targets on
+    records/s and p99."""
+    for metric, value in (
+        (Metric(workload, case, "throughput", "records/s", Better.HIGHER, ratio_target=targets),
+         result.records_per_s),
+        (Metric(workload, case, "throughput", "MB/s", Better.HIGHER), result.mb_per_s),
+        (Metric(workload, case, "avg latency", "ms", Better.LOWER), result.avg_latency_ms),
+        (Metric(workload, case, "p99 latency", "ms", Better.LOWER, ratio_target=targets),
+         result.p99_latency_ms),
+    ):  # fmt: skip
+        results.add(metric, broker, value)
+    active = spec.records / result.records_per_s
+    record_cpu(results, workload, case, broker, cpu_seconds, active, spec.megabytes)
+
+
+def record_consumer(
+    results: Results,
+    workload: str,
+    case: str,
+    broker: str,
+    megabytes: float,
+    result: ConsumerResult,
+    cpu_seconds: float,
+    targets: bool,
+) -> None:
+    """A ConsumerPerformance run's figures; ``targets``: the issue's ratio target on MB/s."""
+    results.add(
+        Metric(workload, case, "fetch throughput", "MB/s", Better.HIGHER, ratio_target=targets),
+        broker,
+        result.fetch_mb_per_s,
+    )
+    results.add(
+        Metric(workload, case, "fetch throughput", "records/s", Better.HIGHER),
+        broker,
+        result.fetch_records_per_s,
+    )
+    active = result.records / result.fetch_records_per_s
+    record_cpu(results, workload, case, broker, cpu_seconds, active, megabytes)
+
+
 @dataclass(frozen=True)
 class Step:
     """One workload run; ``prerequisite`` must have run on the broker first (it makes the data)."""
 
     workload: str
     case: str
-    run: Callable[[Measured, Results], None]
+    run: StepRun
     prerequisite: Step | None = None
 
 
@@ -128,6 +197,73 @@ class Workloads:
             steps.append(Step(W7, f"{spec.label}, read", self.read_committed, write))
         return steps
 
+    def secured_steps(self, credentials: Credentials) -> list[Step]:
+        """Workloads 8 and 9, for the brokers started with the security settings and the key
+        material of ``credentials``: the user and her ACLs (with the warm-up), then workloads
+        1 and 2's ProducerPerformance and ConsumerPerformance over each secured listener."""
+        if not self.selected & SECURED_WORKLOADS:
+            return []
+        listeners = secured_listeners(credentials)
+        steps = [Step(WARM_UP, "secured listeners", self.warm_up_secured(listeners))]
+        for listener in listeners:
+            for index, case in enumerate(self.plan.secured_cases):
+                topic = f"{TOPIC_PREFIX}{listener.name.lower()}-{index}"
+                name = f"{listener.label}, {case.label}"
+                produce = Step(W8, name, self.secured_producer_step(listener, case, topic))
+                steps.append(produce)
+                steps.append(
+                    Step(W9, name, self.secured_consumer_step(listener, case, topic), produce)
+                )
+        return steps
+
+    # -- running the perf tools -----------------------------------------------------
+
+    def run_producer(
+        self,
+        broker: Measured,
+        case: ProduceCase,
+        topic: str,
+        listener: Listener = PLAINTEXT,
+        transaction_duration_ms: int | None = None,
+    ) -> tuple[ProducerResult, float]:
+        """Create ``topic``, run ProducerPerformance over ``listener``; its result and the
+        broker's CPU seconds."""
+        create_topics(broker.bootstrap, {topic: case.partitions})
+        return with_cpu(
+            broker,
+            lambda: javatools.producer_performance(
+                self.lib,
+                listener.bootstrap(broker),
+                topic,
+                case.records,
+                case.record_size,
+                TOOL_TIMEOUT_S,
+                transaction_duration_ms,
+                listener.settings,
+            ),
+        )
+
+    def run_consumer(
+        self,
+        broker: Measured,
+        topic: str,
+        records: int,
+        listener: Listener = PLAINTEXT,
+        consumer_config: dict[str, str] | None = None,
+    ) -> tuple[ConsumerResult, float]:
+        """ConsumerPerformance over ``listener``; its result and the broker's CPU seconds."""
+        return with_cpu(
+            broker,
+            lambda: javatools.consumer_performance(
+                self.lib,
+                listener.bootstrap(broker),
+                topic,
+                records,
+                TOOL_TIMEOUT_S,
+                {**listener.settings, **(consumer_config or {})},
+            ),
+        )
+
     # -- warm-up ------------------------------------------------------------------
 
     def warm_up(self, broker: Measured, _results: Results) -> None:
@@ -154,69 +290,18 @@ class Workloads:
 
     # -- workloads 1 and 2 ----------------------------------------------------------
 
-    def producer_step(self, case: ProduceCase, topic: str) -> Callable[[Measured, Results], None]:
+    def producer_step(self, case: ProduceCase, topic: str) -> StepRun:
         def run(broker: Measured, results: Results) -> None:
-            create_topics(broker.bootstrap, {topic: case.partitions})
-            result, cpu = with_cpu(
-                broker,
-                lambda: javatools.producer_performance(
-                    self.lib,
-                    broker.bootstrap,
-                    topic,
-                    case.records,
-                    case.record_size,
-                    TOOL_TIMEOUT_S,
-                ),
-            )
-            label = broker.label
-            results.add(
-                Metric(W1, case.label, "throughput", "records/s", Better.HIGHER, ratio_target=True),
-                label,
-                result.records_per_s,
-            )
-            results.add(
-                Metric(W1, case.label, "throughput", "MB/s", Better.HIGHER),
-                label,
-                result.mb_per_s,
-            )
-            results.add(
-                Metric(W1, case.label, "avg latency", "ms", Better.LOWER),
-                label,
-                result.avg_latency_ms,
-            )
-            results.add(
-                Metric(W1, case.label, "p99 latency", "ms", Better.LOWER, ratio_target=True),
-                label,
-                result.p99_latency_ms,
-            )
-            active = case.records / result.records_per_s
-            record_cpu(results, W1, case.label, label, cpu, active, case.megabytes)
+            result, cpu = self.run_producer(broker, case, topic)
+            record_producer(results, W1, case.label, broker.label, case, result, cpu, True)
 
         return run
 
-    def consumer_step(self, case: ProduceCase, topic: str) -> Callable[[Measured, Results], None]:
+    def consumer_step(self, case: ProduceCase, topic: str) -> StepRun:
         def run(broker: Measured, results: Results) -> None:
-            result, cpu = with_cpu(
-                broker,
-                lambda: javatools.consumer_performance(
-                    self.lib, broker.bootstrap, topic, case.records, TOOL_TIMEOUT_S
-                ),
-            )
+            result, cpu = self.run_consumer(broker, topic, case.records)
             label = broker.label
-            results.add(
-                Metric(
-                    W2, case.label, "fetch throughput", "MB/s", Better.HIGHER, ratio_target=True
-                ),
-                label,
-                result.fetch_mb_per_s,
-            )
-            results.add(
-                Metric(W2, case.label, "fetch throughput", "records/s", Better.HIGHER),
-                label,
-                result.fetch_records_per_s,
-            )
-            active = case.records / result.fetch_records_per_s
-            record_cpu(results, W2, case.label, label, cpu, active, case.megabytes)
+            record_consumer(results, W2, case.label, label, case.megabytes, result, cpu, True)
 
         return run
 
@@ -290,37 +375,16 @@ class Workloads:
     def txn_case(self, duration_ms: int) -> str:
         return f"{self.plan.txn_produce_case.label}, --transaction-duration-ms {duration_ms}"
 
-    def txn_producer_step(self, duration_ms: int) -> Callable[[Measured, Results], None]:
+    def txn_producer_step(self, duration_ms: int) -> StepRun:
         """ProducerPerformance as in workload 1, committing every ``duration_ms``."""
         case, name = self.plan.txn_produce_case, self.txn_case(duration_ms)
         topic = f"txn-{duration_ms}"
 
         def run(broker: Measured, results: Results) -> None:
-            create_topics(broker.bootstrap, {topic: case.partitions})
-            result, cpu = with_cpu(
-                broker,
-                lambda: javatools.producer_performance(
-                    self.lib,
-                    broker.bootstrap,
-                    topic,
-                    case.records,
-                    case.record_size,
-                    TOOL_TIMEOUT_S,
-                    duration_ms,
-                ),
+            result, cpu = self.run_producer(
+                broker, case, topic, transaction_duration_ms=duration_ms
             )
-            label = broker.label
-            for metric, value in (
-                (Metric(W6, name, "throughput", "records/s", Better.HIGHER, ratio_target=True),
-                 result.records_per_s),
-                (Metric(W6, name, "throughput", "MB/s", Better.HIGHER), result.mb_per_s),
-                (Metric(W6, name, "avg latency", "ms", Better.LOWER), result.avg_latency_ms),
-                (Metric(W6, name, "p99 latency", "ms", Better.LOWER, ratio_target=True),
-                 result.p99_latency_ms),
-            ):  # fmt: skip
-                results.add(metric, label, value)
-            active = case.records / result.records_per_s
-            record_cpu(results, W6, name, label, cpu, active, case.megabytes)
+            record_producer(results, W6, name, broker.label, case, result, cpu, True)
 
         return run
 
@@ -342,31 +406,52 @@ class Workloads:
         the clock) must find exactly the committed records, none aborted."""
         spec = self.plan.aborted_topic
         name = f"{spec.label}, read"
-        result, cpu = with_cpu(
-            broker,
-            lambda: javatools.consumer_performance(
-                self.lib,
-                broker.bootstrap,
-                "txn-aborted",
-                spec.committed,
-                TOOL_TIMEOUT_S,
-                READ_COMMITTED,
-            ),
+        result, cpu = self.run_consumer(
+            broker, "txn-aborted", spec.committed, consumer_config=READ_COMMITTED
         )
         librdkafka.read_committed_and_verify(broker.bootstrap, "txn-aborted", spec)
-        label = broker.label
-        results.add(
-            Metric(W7, name, "fetch throughput", "MB/s", Better.HIGHER, ratio_target=True),
-            label,
-            result.fetch_mb_per_s,
-        )
-        results.add(
-            Metric(W7, name, "fetch throughput", "records/s", Better.HIGHER),
-            label,
-            result.fetch_records_per_s,
-        )
-        active = spec.committed / result.fetch_records_per_s
-        record_cpu(results, W7, name, label, cpu, active, spec.megabytes)
+        record_consumer(results, W7, name, broker.label, spec.megabytes, result, cpu, True)
+
+    # -- workloads 8 and 9 ---------------------------------------------------------
+
+    def warm_up_secured(self, listeners: tuple[Listener, ...]) -> StepRun:
+        """Unrecorded, first on the secured brokers: the user's SCRAM credential and ACLs,
+        then (full plan) produce and consume once over each listener, so that no measured
+        step pays for compiling the TLS and SASL paths."""
+
+        def run(broker: Measured, _results: Results) -> None:
+            authorize_user(broker)
+            records = self.plan.secured_warmup_records
+            if not records:
+                return
+            case = ProduceCase(records, 100, 6)
+            for listener in listeners:
+                topic = f"{TOPIC_PREFIX}warm-up-{listener.name.lower()}"
+                self.run_producer(broker, case, topic, listener)
+                self.run_consumer(broker, topic, records, listener)
+
+        return run
+
+    def secured_producer_step(self, listener: Listener, case: ProduceCase, topic: str) -> StepRun:
+        """Workload 1's ProducerPerformance over ``listener``."""
+        name = f"{listener.label}, {case.label}"
+
+        def run(broker: Measured, results: Results) -> None:
+            result, cpu = self.run_producer(broker, case, topic, listener)
+            record_producer(results, W8, name, broker.label, case, result, cpu, False)
+
+        return run
+
+    def secured_consumer_step(self, listener: Listener, case: ProduceCase, topic: str) -> StepRun:
+        """Workload 2's ConsumerPerformance over ``listener``, reading the producer step's
+        topic back."""
+        name = f"{listener.label}, {case.label}"
+
+        def run(broker: Measured, results: Results) -> None:
+            result, cpu = self.run_consumer(broker, topic, case.records, listener)
+            record_consumer(results, W9, name, broker.label, case.megabytes, result, cpu, False)
+
+        return run
 
     # -- workload 5 -----------------------------------------------------------------
 

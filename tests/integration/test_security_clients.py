@@ -16,8 +16,7 @@ import pytest
 
 from tests.helpers.brokers import ManagedBroker
 from tests.helpers.secure_broker import USERS, Credentials, secure_broker
-
-SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+from tests.helpers.secure_clients import add_scram_users, confluent_config, grant, new_topic
 
 
 @pytest.fixture(scope="module")
@@ -36,117 +35,6 @@ def secured(
         yield broker
     finally:
         broker.stop()
-
-
-def confluent_config(
-    broker: Any, credentials: Credentials, listener: str, user: str, mechanism: str = "PLAIN"
-) -> dict[str, Any]:
-    config: dict[str, Any] = {
-        "bootstrap.servers": broker.bootstrap_for(listener),
-        "security.protocol": listener,
-    }
-    if listener in ("SSL", "SASL_SSL"):
-        config["ssl.ca.location"] = str(credentials.ca_pem)
-    if listener == "SSL":
-        files = credentials.client(user)
-        config["ssl.certificate.location"] = str(files.chain_pem)
-        config["ssl.key.location"] = str(files.key_pem)
-    else:
-        config |= {
-            "sasl.mechanism": mechanism,
-            "sasl.username": user,
-            "sasl.password": USERS[user],
-        }
-    return config
-
-
-def add_scram_users(broker: Any) -> None:
-    from confluent_kafka.admin import (
-        AdminClient,
-        ScramCredentialInfo,
-        ScramMechanism,
-        UserScramCredentialUpsertion,
-    )
-
-    admin = AdminClient(
-        {
-            "bootstrap.servers": broker.bootstrap_for("SASL_PLAINTEXT"),
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "PLAIN",
-            "sasl.username": "admin",
-            "sasl.password": USERS["admin"],
-        }
-    )
-    for mechanism in SCRAM:  # Kafka refuses a user twice in one request, whatever mechanism
-        info = ScramCredentialInfo(getattr(ScramMechanism, mechanism.replace("-", "_")), 4096)
-        upserts = [
-            UserScramCredentialUpsertion(user, info, password.encode())
-            for user, password in USERS.items()
-        ]
-        for future in admin.alter_user_scram_credentials(upserts).values():
-            future.result(30)
-
-
-def admin_client(broker: Any) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient(
-        {
-            "bootstrap.servers": broker.bootstrap_for("SASL_PLAINTEXT"),
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "admin",
-            "sasl.password": USERS["admin"],
-        }
-    )
-
-
-def grant(broker: Any, user: str, topic: str, *operations: str, group: str | None = None) -> None:
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        ResourcePatternType,
-        ResourceType,
-    )
-
-    bindings = [
-        AclBinding(
-            ResourceType.TOPIC,
-            topic,
-            ResourcePatternType.LITERAL,
-            f"User:{user}",
-            "*",
-            getattr(AclOperation, op),
-            AclPermissionType.ALLOW,
-        )
-        for op in operations
-    ]
-    if group is not None:
-        bindings.append(
-            AclBinding(
-                ResourceType.GROUP,
-                group,
-                ResourcePatternType.LITERAL,
-                f"User:{user}",
-                "*",
-                AclOperation.READ,
-                AclPermissionType.ALLOW,
-            )
-        )
-    admin = admin_client(broker)  # referenced until the futures are done
-    for future in admin.create_acls(bindings).values():
-        future.result(30)
-
-
-def new_topic(broker: Any) -> str:
-    from confluent_kafka.admin import NewTopic
-
-    name = f"secure-{uuid.uuid4().hex[:8]}"
-    admin = admin_client(broker)  # referenced until the futures are done
-    for future in admin.create_topics([NewTopic(name, 1, 1)]).values():
-        future.result(30)
-    return name
 
 
 def round_trip(config: dict[str, Any], topic: str, group: str, values: list[bytes]) -> list[bytes]:

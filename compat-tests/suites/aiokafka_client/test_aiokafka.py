@@ -3,6 +3,11 @@
 aiokafka speaks old versions on purpose (ApiVersions v0, InitProducerId v0,
 Metadata v1-5, OffsetCommit v2-3), which the Java and librdkafka suites rarely
 exercise. Each test is a plain function running one ``asyncio.run``.
+
+The broker is a secured one (``security`` fixture). Most tests use its
+PLAINTEXT listener; the SASL tests log in as ``alice`` over SASL_SSL. aiokafka
+has no ACL admin calls, so the suite's broker allows what no ACL governs
+(``allow.everyone.if.no.acl.found=true``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaConnectionError
+from aiokafka.helpers import create_ssl_context
+
+from compat.security import SecuredBroker
 
 CODECS = (None, "gzip", "snappy", "lz4", "zstd")
 
@@ -24,8 +33,8 @@ def run(coro: Callable[[], Awaitable[Any]]) -> Any:
     return asyncio.run(asyncio.wait_for(coro(), 90))
 
 
-async def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+async def create_topic(bootstrap: str, topic: str, partitions: int, **settings: Any) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **settings)
     await admin.start()
     try:
         await admin.create_topics([NewTopic(topic, partitions, 1)])
@@ -106,9 +115,12 @@ def test_idempotent_producer_writes_each_record_once(bootstrap: str, topic_name:
 
 
 class Group:
-    """``members`` consumers of one group, started together and stopped together."""
+    """``members`` consumers of one group, started together and stopped together;
+    ``settings`` are further consumer settings (a secured listener's)."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str, members: int) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, group: str, members: int, **settings: Any
+    ) -> None:
         self.topic = topic
         self.consumers = [
             AIOKafkaConsumer(
@@ -119,6 +131,7 @@ class Group:
                 enable_auto_commit=False,
                 session_timeout_ms=10000,
                 heartbeat_interval_ms=500,
+                **settings,
             )
             for _ in range(members)
         ]
@@ -168,8 +181,10 @@ class Group:
         return {p: await first.committed(TopicPartition(self.topic, p)) for p in range(partitions)}
 
 
-async def produce_values(bootstrap: str, topic: str, values: list[bytes], partitions: int) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
+async def produce_values(
+    bootstrap: str, topic: str, values: list[bytes], partitions: int, **settings: Any
+) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, **settings)
     await producer.start()
     try:
         for i, value in enumerate(values):
@@ -281,3 +296,61 @@ def test_transactions_commit_abort_and_offsets(bootstrap: str, topic_name: str) 
         assert offsets[TopicPartition(topic_name, 0)].offset == 5
 
     run(scenario)
+
+
+def scram_over_tls(security: SecuredBroker, password: str | None = None) -> dict[str, Any]:
+    """Client settings for alice, SCRAM-SHA-512 over SASL_SSL, the broker checked against
+    the CA (aiokafka takes TLS settings only as an ``ssl_context``)."""
+    return {
+        "security_protocol": "SASL_SSL",
+        "ssl_context": create_ssl_context(cafile=security.ca_pem),
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": password or security.users["alice"],
+    }
+
+
+def test_scram_sha_512_over_sasl_ssl_producer_and_group_consumer(
+    security: SecuredBroker, topic_name: str
+) -> None:
+    """alice creates a topic, two group members split it, an idempotent producer fills it,
+    the members read each record once and commit, all over SASL_SSL with SCRAM-SHA-512."""
+
+    async def scenario() -> None:
+        address = security.bootstrap_for("SASL_SSL")
+        login = scram_over_tls(security)
+        await create_topic(address, topic_name, 2, **login)
+        values = [b"scram-%d" % i for i in range(200)]
+        async with Group(address, topic_name, f"{topic_name}-group", 2, **login) as members:
+            await members.until_every_member_has_partitions(2)
+            await produce_values(address, topic_name, values, 2, **login)
+            consumed = await members.until_consumed(200)
+            assert sorted(r.value for r in consumed) == sorted(values), "each record once"
+            assert await members.committed(2) == {0: 100, 1: 100}
+
+    run(scenario)
+
+
+def test_scram_sha_512_with_a_wrong_password_is_refused(
+    security: SecuredBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The producer cannot start, and the broker's SaslAuthenticate error (58, in Kafka's
+    words) is what aiokafka logs as the reason."""
+
+    async def scenario() -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=security.bootstrap_for("SASL_SSL"),
+            **scram_over_tls(security, password="not-alice-secret"),
+        )
+        try:
+            with pytest.raises(KafkaConnectionError):
+                await producer.start()
+        finally:
+            await producer.stop()
+
+    run(scenario)
+    expected = (
+        "[Error 58] SaslAuthenticationFailed: Authentication failed during authentication due "
+        "to invalid credentials with SASL mechanism SCRAM-SHA-512"
+    )
+    assert any(expected in record.getMessage() for record in caplog.records), caplog.text

@@ -72,6 +72,19 @@ NULLABLE: dict[tuple[str, str], str] = {
     ("DescribeTopicPartitions", "next_cursor"): "partition_admin_answers",
     ("DescribeCluster", "error_message"): "describe_cluster_answers",
     ("DescribeCluster", "brokers/rack"): "describe_cluster_answers",
+    ("SaslAuthenticate", "error_message"): "sasl_authenticate_answers",
+    ("DescribeAcls", "error_message"): "authz_cluster_admin",
+    ("CreateAcls", "results/error_message"): "authz_cluster_admin",
+    ("DeleteAcls", "filter_results/error_message"): "authz_cluster_admin",
+    ("DeleteAcls", "filter_results/matching_acls/error_message"): "authz_cluster_admin",
+    ("DescribeClientQuotas", "error_message"): "authz_cluster_admin",
+    ("DescribeClientQuotas", "entries"): "authz_cluster_admin",
+    ("DescribeClientQuotas", "entries/entity/entity_name"): "authz_cluster_admin",
+    ("AlterClientQuotas", "entries/error_message"): "authz_cluster_admin",
+    ("AlterClientQuotas", "entries/entity/entity_name"): "authz_cluster_admin",
+    ("DescribeUserScramCredentials", "error_message"): "authz_cluster_admin",
+    ("DescribeUserScramCredentials", "results/error_message"): "authz_cluster_admin",
+    ("AlterUserScramCredentials", "results/error_message"): "authz_cluster_admin",
 }
 
 #: Fields only an answer naming another broker carries, with what Kafka puts there.

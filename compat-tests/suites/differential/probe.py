@@ -11,6 +11,12 @@ names, ids and addresses as shapes, everything JSON-friendly.
 To ask "what does Kafka do here?", write a scenario and run
 ``compat-tests/run differential -k <name>``: both brokers' observations are
 written to ``compat-tests/results/differential/observations/<name>.json``.
+
+A scenario registered with :func:`secured_scenario` runs against the secured
+pair instead (``secured.py``): its probe talks to the PLAINTEXT listener,
+where the harness's ``User:ANONYMOUS`` is a super user, and
+:meth:`Probe.session` opens connections to the TLS and SASL listeners, as a
+chosen user or not logged in at all, that record into the same observations.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compat.wire import ConnectionClosed, KafkaConnection
 from kpybroker.protocol.errors import ErrorCode
@@ -33,6 +39,9 @@ from kpybroker.protocol.messages import (
 from kpybroker.protocol.records import NewRecord, build_batch
 
 from . import whole
+
+if TYPE_CHECKING:
+    from .secured import PairedBroker
 
 #: Marks a path one broker reported and the other did not.
 ABSENT = "<absent>"
@@ -84,12 +93,20 @@ CONFIG_TYPES = {
 Scenario = Callable[["Probe"], None]
 #: Every scenario, by name, in definition order (filled by :func:`scenario`).
 SCENARIOS: dict[str, Scenario] = {}
+#: The names of the scenarios that run against the secured pair (:func:`secured_scenario`).
+SECURED: set[str] = set()
 
 
 def scenario(function: Scenario) -> Scenario:
     """Register a scenario under its function name."""
     SCENARIOS[function.__name__] = function
     return function
+
+
+def secured_scenario(function: Scenario) -> Scenario:
+    """Register a scenario that runs against the secured pair (``secured.py``)."""
+    SECURED.add(function.__name__)
+    return scenario(function)
 
 
 def error(code: int) -> str:
@@ -107,16 +124,67 @@ def api_name(key: int) -> str:
 class Probe:
     """One broker, reached over one raw connection, and what a scenario saw on it."""
 
-    def __init__(self, name: str, bootstrap: str, node_id: int = 0) -> None:
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        node_id: int = 0,
+        *,
+        secured: PairedBroker | None = None,
+        connect: Callable[[], KafkaConnection] | None = None,
+    ) -> None:
         self.name = name
         self.bootstrap = bootstrap
         self.host, port = bootstrap.rsplit(":", 1)
         self.port = int(port)
         self.node_id = node_id
+        #: The secured broker this probe talks to (security scenarios only).
+        self.secured = secured
         self.observed: dict[str, Any] = {}
         #: (API name, field path without indexes) of every field of every whole answer.
         self.answered: set[tuple[str, str]] = set()
-        self.conn = KafkaConnection(bootstrap, client_id="compat-differential")
+        self._connect = connect or (
+            lambda: KafkaConnection(bootstrap, client_id="compat-differential")
+        )
+        self._sessions: list[Probe] = []
+        self.conn = self._connect()
+
+    def session(
+        self,
+        listener: str,
+        user: str | None = None,
+        mechanism: str = "PLAIN",
+        *,
+        handshake_version: int = 1,
+        authenticate_version: int = 2,
+    ) -> Probe:
+        """A connection to another listener of the secured broker, observed by this probe.
+
+        As ``user`` (a client certificate on SSL, a SASL login with
+        ``mechanism`` on the SASL listeners), or, without one, as the broker
+        first sees it, to script the authentication itself. What it observes
+        lands among this probe's observations; a connection the broker
+        closes is opened again the same way.
+        """
+        if self.secured is None:
+            raise AssertionError("Probe.session needs a @secured_scenario")
+        secured = self.secured
+
+        def connect() -> KafkaConnection:
+            return secured.connect(
+                listener,
+                user,
+                mechanism,
+                handshake_version=handshake_version,
+                authenticate_version=authenticate_version,
+            )
+
+        session = Probe(
+            self.name, secured.address(listener), self.node_id, secured=secured, connect=connect
+        )
+        session.observed, session.answered = self.observed, self.answered
+        self._sessions.append(session)
+        return session
 
     # -- observing -------------------------------------------------------------------
 
@@ -208,11 +276,32 @@ class Probe:
             self.reconnect()
             return "closed"
 
+    def see_connection(self, label: str) -> None:
+        """Observe whether the broker still serves this connection, by asking ApiVersions v0.
+
+        ``"open"`` when it answers without an error, ``"closed"`` when it closes
+        instead (as after a failed authentication; the next step reconnects),
+        and for an error answer (an ApiVersions out of turn in a SASL exchange)
+        the error and whether a second ApiVersions is then answered.
+        """
+        answer = self.raw(18, 0, flexible=False)
+        if isinstance(answer, str):
+            self.see(label, answer)
+            return
+        (code,) = struct.unpack_from(">h", answer, 4)  # after the correlation id
+        if code == 0:
+            self.see(label, "open")
+            return
+        again = self.raw(18, 0, flexible=False)
+        self.see(label, f"answered {error(code)}, then {'closed' if again == 'closed' else 'open'}")
+
     def reconnect(self) -> None:
         self.conn.close()
-        self.conn = KafkaConnection(self.bootstrap, client_id="compat-differential")
+        self.conn = self._connect()
 
     def close(self) -> None:
+        for session in self._sessions:
+            session.close()
         self.conn.close()
 
     # -- helpers shared by scenarios -------------------------------------------------------

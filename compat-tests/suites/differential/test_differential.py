@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,16 +17,39 @@ import pytest
 import kpybroker.apis  # noqa: F401  (registers the handlers)
 from kpybroker.apis.support.registry import REGISTRY
 
-from . import error_paths, scenarios, transactions, whole_answers  # noqa: F401  (register the scenarios)
+from . import (  # noqa: F401  (register the scenarios)
+    authentication,
+    authorization,
+    error_paths,
+    scenarios,
+    transactions,
+    whole_answers,
+)
 from .allowlist import compare, judge, load
 from .nullable import NOT_ON_ONE_NODE, NULLABLE, nullable_fields, observed
-from .probe import ABSENT, SCENARIOS, Probe
+from .probe import ABSENT, SCENARIOS, SECURED, Probe
+from .secured import PairedBroker, SecuredPair, secured_pair
 
 ALLOWED = load()
 
 
-def observe(name: str, bootstrap: str, scenario: str) -> Probe:
-    probe = Probe(name, bootstrap)
+def artifacts() -> Path:
+    return Path(os.environ.get("COMPAT_ARTIFACTS", "."))
+
+
+@pytest.fixture(scope="session")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredPair]:
+    """The secured pair, started by the first security scenario of the run (``secured.py``)."""
+    target = os.environ.get("COMPAT_TARGET", "kpybroker")
+    with secured_pair(tmp_path_factory.mktemp("secured"), artifacts(), target) as pair:
+        yield pair
+
+
+def observe(name: str, broker: str | PairedBroker, scenario: str) -> Probe:
+    if isinstance(broker, PairedBroker):
+        probe = Probe(name, broker.bootstrap, secured=broker)
+    else:
+        probe = Probe(name, broker)
     try:
         SCENARIOS[scenario](probe)
     except Exception as exc:
@@ -40,11 +64,19 @@ def observe(name: str, bootstrap: str, scenario: str) -> Probe:
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_same_as_kafka(scenario: str, bootstrap: str, reference_bootstrap: str) -> None:
-    kafka_probe = observe("Apache Kafka", reference_bootstrap, scenario)
-    kpy_probe = observe("kpybroker", bootstrap, scenario)
+def test_same_as_kafka(scenario: str, request: pytest.FixtureRequest) -> None:
+    reference: str | PairedBroker
+    target: str | PairedBroker
+    if scenario in SECURED:
+        pair: SecuredPair = request.getfixturevalue("secured")
+        reference, target = pair.kafka, pair.target
+    else:
+        reference = request.getfixturevalue("reference_bootstrap")
+        target = request.getfixturevalue("bootstrap")
+    kafka_probe = observe("Apache Kafka", reference, scenario)
+    kpy_probe = observe("kpybroker", target, scenario)
     kafka, kpy = kafka_probe.observed, kpy_probe.observed
-    out = Path(os.environ.get("COMPAT_ARTIFACTS", ".")) / "observations" / f"{scenario}.json"
+    out = artifacts() / "observations" / f"{scenario}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"kafka": kafka, "kpybroker": kpy}, indent=1, ensure_ascii=False))
 

@@ -11,8 +11,9 @@ array's length is its own observation, so a missing or extra element shows.
 
 Some values differ between any two brokers and say nothing about
 compatibility: random ids, the cluster id, the address the broker was
-started on. :data:`SHAPES` renders those by shape (``"zero"``/``"set"``,
-``"self"``), each with its reason. A scenario names anything else that may
+started on, Kafka's own request object printed in a refusal ("Request
+<request> needs ALTER permission."). :data:`SHAPES` renders those by shape
+(``"zero"``/``"set"``, ``"self"``), each with its reason. A scenario names anything else that may
 differ as ``varies`` patterns, and those are recorded as ``"<varies>"`` on
 both sides, present or absent, unless null or empty: null against a text
 still differs. Where Kafka builds an array from a hash map
@@ -59,6 +60,15 @@ def _producer_id_shape(value: Any, _where: Where) -> Any:
     return "assigned" if value >= 0 else value
 
 
+#: Kafka's refusal of a cluster operation (``AuthHelper.authorizeClusterOperation``).
+_CLUSTER_DENIAL = re.compile(r"Request .+ needs ([A-Z_]+) permission\.", re.DOTALL)
+
+
+def _error_message_shape(value: Any, _where: Where) -> Any:
+    denial = _CLUSTER_DENIAL.fullmatch(value) if value else None
+    return f"Request <request> needs {denial.group(1)} permission." if denial else value
+
+
 def _host_shape(value: Any, where: Where) -> Any:
     return "self" if value == where.host else value
 
@@ -81,6 +91,13 @@ SHAPES: dict[str, tuple[Callable[[Any, Where], Any], str]] = {
     "member_id": (_member_id_shape, "a member id ends in a random UUID"),
     "leader": (_member_id_shape, "JoinGroup's leader is a member id"),
     "producer_id": (_producer_id_shape, "producer ids come from each cluster's own counter"),
+    "error_message": (
+        _error_message_shape,
+        "Kafka's refusal of a cluster operation, 'Request <request> needs ALTER permission.', "
+        "prints its internal request object (processor, connection id, session, buffer), which "
+        "no other broker can reproduce: compared with <request> in its place; other messages "
+        "as they are",
+    ),
     "host": (_host_shape, "each broker listens on its own free port"),
     "port": (_port_shape, "each broker listens on its own free port"),
 }

@@ -6,24 +6,52 @@
 // that the Java and librdkafka clients no longer send.
 //
 // Run by compat-tests/run (suite "kafkajs") with node's own test runner;
-// COMPAT_BOOTSTRAP names the broker and COMPAT_NODE_MODULES the npm ci tree.
+// COMPAT_BOOTSTRAP names the broker (its PLAINTEXT listener), COMPAT_SECURITY
+// its SASL and TLS listeners, users and CA (compat/security.py), and
+// COMPAT_NODE_MODULES the npm ci tree.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
 
 const require = createRequire(`${process.env.COMPAT_NODE_MODULES}/`);
-const { Kafka, CompressionTypes, Partitioners, logLevel } = require('kafkajs');
+const {
+  Kafka,
+  CompressionTypes,
+  Partitioners,
+  logLevel,
+  AclResourceTypes,
+  AclOperationTypes,
+  AclPermissionTypes,
+  ResourcePatternTypes,
+} = require('kafkajs');
 
 const bootstrap = process.env.COMPAT_BOOTSTRAP;
 assert.ok(bootstrap, 'COMPAT_BOOTSTRAP is not set: run this through compat-tests/run');
+assert.ok(process.env.COMPAT_SECURITY, 'COMPAT_SECURITY is not set: the suite needs a secured broker');
+const security = JSON.parse(process.env.COMPAT_SECURITY);
 
-const kafka = new Kafka({
-  clientId: 'compat-kafkajs',
-  brokers: [bootstrap], // 127.0.0.1:PORT: node 20 may resolve localhost to ::1
+const CLIENT = {
   logLevel: logLevel.ERROR,
   retry: { retries: 5, initialRetryTime: 100 },
+};
+const kafka = new Kafka({
+  ...CLIENT,
+  clientId: 'compat-kafkajs',
+  brokers: [bootstrap], // 127.0.0.1:PORT: node 20 may resolve localhost to ::1
 });
+
+/** A client logging in as `user` with SASL `mechanism` on `listener`, trusting the CA over TLS. */
+function secured(listener, mechanism, user) {
+  return new Kafka({
+    ...CLIENT,
+    clientId: `compat-kafkajs-${user}`,
+    brokers: [security.listeners[listener]],
+    ssl: listener === 'SASL_SSL' ? { ca: [readFileSync(security.ca_pem, 'utf8')] } : false,
+    sasl: { mechanism: mechanism.toLowerCase(), username: user, password: security.users[user] },
+  });
+}
 const TIMEOUT = { timeout: 60_000 };
 const unique = (stem) => `${stem}-${randomUUID().slice(0, 8)}`;
 
@@ -37,9 +65,9 @@ async function until(predicate, ms, what) {
 }
 
 /** Consume `topic` in `groupId` until `count` messages arrived; returns them, then leaves. */
-async function consumeInGroup(groupId, topic, count, options = {}) {
+async function consumeInGroup(groupId, topic, count, options = {}, client = kafka) {
   // A short long-poll: disconnect() waits for the fetch in flight.
-  const consumer = kafka.consumer({ groupId, heartbeatInterval: 500, maxWaitTimeInMs: 300, ...options });
+  const consumer = client.consumer({ groupId, heartbeatInterval: 500, maxWaitTimeInMs: 300, ...options });
   const seen = [];
   await consumer.connect();
   try {
@@ -273,4 +301,77 @@ describe('kafkajs', () => {
     await admin.deleteTopics({ topics: [topic] });
     await until(async () => !(await admin.listTopics()).includes(topic), 20_000, 'topic deletion');
   });
+});
+
+/** ALLOW `operation` on a resource to User:alice, as KafkaJS's createAcls takes it. */
+const allowAlice = (resourceType, resourceName, operation) => ({
+  resourceType,
+  resourceName,
+  resourcePatternType: ResourcePatternTypes.LITERAL,
+  principal: 'User:alice',
+  host: '*',
+  operation,
+  permissionType: AclPermissionTypes.ALLOW,
+});
+
+describe('kafkajs over SASL', () => {
+  // Each case: admin (a super user) makes a topic and grants alice WRITE and READ on it
+  // and READ on a group (CreateAcls, then DescribeAcls); alice produces and reads it all
+  // back in that group, over the same listener and mechanism.
+  const cases = [
+    ['SASL_PLAINTEXT', 'SCRAM-SHA-256'],
+    ['SASL_SSL', 'PLAIN'],
+  ];
+  for (const [listener, mechanism] of cases) {
+    test(`${mechanism} over ${listener}: alice produces and consumes in a group`, TIMEOUT, async () => {
+      const topic = unique(`kafkajs-${listener.toLowerCase()}`);
+      const groupId = unique(`kafkajs-${listener.toLowerCase()}-group`);
+      const admin = secured(listener, mechanism, 'admin').admin();
+      await admin.connect();
+      try {
+        await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+        await admin.createAcls({
+          acl: [
+            allowAlice(AclResourceTypes.TOPIC, topic, AclOperationTypes.WRITE),
+            allowAlice(AclResourceTypes.TOPIC, topic, AclOperationTypes.READ),
+            allowAlice(AclResourceTypes.GROUP, groupId, AclOperationTypes.READ),
+          ],
+        });
+        const described = await admin.describeAcls({
+          resourceType: AclResourceTypes.TOPIC,
+          resourceName: topic,
+          resourcePatternType: ResourcePatternTypes.LITERAL,
+          principal: 'User:alice',
+          host: '*',
+          operation: AclOperationTypes.ANY,
+          permissionType: AclPermissionTypes.ANY,
+        });
+        assert.deepEqual(
+          described.resources.flatMap((r) => r.acls.map((a) => a.operation)).sort(),
+          [AclOperationTypes.READ, AclOperationTypes.WRITE].sort(),
+        );
+      } finally {
+        await admin.disconnect();
+      }
+
+      const alice = secured(listener, mechanism, 'alice');
+      const producer = alice.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+      await producer.connect();
+      try {
+        const messages = Array.from({ length: 40 }, (_, i) => ({ partition: i % 2, value: `sasl-${i}` }));
+        const results = await producer.send({ topic, acks: -1, messages });
+        assert.deepEqual(results.map((r) => [r.partition, r.errorCode]).sort(), [
+          [0, 0],
+          [1, 0],
+        ]);
+      } finally {
+        await producer.disconnect();
+      }
+      const { seen } = await consumeInGroup(groupId, topic, 40, {}, alice);
+      assert.deepEqual(
+        seen.map((m) => m.value).sort(),
+        Array.from({ length: 40 }, (_, i) => `sasl-${i}`).sort(),
+      );
+    });
+  }
 });

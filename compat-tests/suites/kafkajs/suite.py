@@ -1,4 +1,5 @@
-"""KafkaJS, pinned by package-lock.json, run with node's own test runner."""
+"""KafkaJS, pinned by package-lock.json, run with node's own test runner (PLAINTEXT, and SASL
+with and without TLS)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,19 @@ class KafkaJsSuite(Suite):
     title = "KafkaJS"
     summary = (
         "admin, gzip, idempotent and transactional producers, a consumer group with auto and "
-        "manual commits"
+        "manual commits; a producer and a consumer group with SCRAM-SHA-256 over "
+        "SASL_PLAINTEXT and with PLAIN over SASL_SSL"
     )
     what = (
         "admin createTopics/fetchTopicMetadata/fetchOffsets/setOffsets/describeGroups/"
         "deleteGroups/deleteTopics; gzip and idempotent producers (acks=-1); a consumer group "
         "reading everything once, auto and manual commits, resume from a commit; a "
-        "transaction committing records and group offsets, and an aborted one left unread"
+        "transaction committing records and group offsets, and an aborted one left unread; "
+        "with SCRAM-SHA-256 over SASL_PLAINTEXT and with PLAIN over SASL_SSL (ssl.ca): a super "
+        "user's createAcls/describeAcls granting a user a topic and a group, then that user's "
+        "producer and consumer group"
     )
+    secured = True
     run_timeout = 300.0
 
     def install(self) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""kcat as Debian ships it: metadata, each compression codec, consuming, offsets by time, groups."""
+"""kcat as Debian ships it: metadata, each compression codec, consuming, offsets by time, groups,
+and the same over SASL and TLS."""
 
 from __future__ import annotations
 
@@ -18,14 +19,22 @@ LIBRDKAFKA_VERSION = "2.0.2"
 class KcatSuite(PytestSuite):
     name = "kcat"
     title = "kcat (librdkafka)"
-    summary = "metadata, produce with each codec, consume, offsets by time, balanced groups"
+    summary = (
+        "metadata, produce with each codec, consume, offsets by time, balanced groups; "
+        "SASL PLAIN over SASL_PLAINTEXT and SASL_SSL, metadata over SSL with a client certificate"
+    )
     what = (
         "kcat -L metadata; -P with each codec (none, gzip, snappy, lz4, zstd; batches checked "
         "compressed on the wire); -C with keys, headers and NULLs; -Q and -o s@ offsets by "
-        "time; -G balanced group consume and resume"
+        "time; -G balanced group consume and resume; as a user with ACLs: produce (creating "
+        "the topic) and -G over SASL_PLAINTEXT with PLAIN, produce (lz4) and -C over SASL_SSL "
+        "with PLAIN and the CA file, -L over SSL with a client certificate (the topic hidden "
+        "until DESCRIBE is granted); SCRAM refused as Kafka 4 refuses librdkafka < 2.6.1's "
+        "(librdkafka#4895), and a missing client certificate refused with a TLS alert"
     )
     # kcat creates topics by producing to them (auto-creation), with this many partitions.
     broker_overrides: ClassVar[dict[str, object]] = {"num.partitions": 3}
+    secured = True
     test_timeout = 120.0
     run_timeout = 600.0
 

@@ -5,6 +5,11 @@ Topics are created the way kcat users get them: by producing to a new name
 at the stored batches' compression attribute, because librdkafka before 2.11
 silently sends uncompressed batches when it thinks the broker cannot take
 compressed ones (librdkafka#4956): a round trip alone would not notice.
+
+The broker is a secured one (``security`` fixture): the PLAINTEXT tests run
+as User:ANONYMOUS, a super user; the SASL and SSL tests log in as ``alice``,
+whose ACLs ``admin`` grants first (kcat has no admin commands, so that one
+step goes through confluent-kafka).
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from typing import Any
 
 import pytest
 
+from compat.security import SecuredBroker
 from compat.wire import fetch_batches
 from tests.helpers.process import ToolResult, run_tool, wait_until
+from tests.helpers.secure_clients import grant
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
@@ -138,7 +145,7 @@ def test_offsets_by_time(bootstrap: str, topic_name: str) -> None:
     assert early.stdout.split() == [f"early-{i}" for i in range(5)], early.describe()
 
 
-def group_consume(bootstrap: str, group: str, topic: str) -> list[str]:
+def group_consume(bootstrap: str, group: str, topic: str, *args: str) -> list[str]:
     """``kcat -G`` until the end of every assigned partition; returns the values.
 
     A new group starts at the beginning through auto.offset.reset: kcat's
@@ -146,7 +153,7 @@ def group_consume(bootstrap: str, group: str, topic: str) -> list[str]:
     """
     result = kcat(
         "-b", bootstrap, "-G", group, "-e", "-f", "%s\n", "-X", "auto.offset.reset=earliest",
-        "-X", "session.timeout.ms=6000", topic, timeout=90,
+        "-X", "session.timeout.ms=6000", *args, topic, timeout=90,
     ).check()  # fmt: skip
     return result.stdout.split()
 
@@ -164,3 +171,109 @@ def test_balanced_group_consumes_once_and_resumes(bootstrap: str, topic_name: st
         produce(bootstrap, topic_name, later[partition::3], "-p", str(partition))
     wait_until(lambda: query(bootstrap, topic_name, 2, -1) == 12, 10, message="all appended")
     assert sorted(group_consume(bootstrap, group, topic_name)) == sorted(later)
+
+
+# -- over SASL and TLS ---------------------------------------------------------------------
+
+
+def sasl(security: SecuredBroker, listener: str, mechanism: str, user: str = "alice") -> list[str]:
+    """kcat's settings to log in as ``user`` on a SASL listener (with the CA file for TLS)."""
+    settings = {
+        "security.protocol": listener,
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": security.users[user],
+    }
+    if listener == "SASL_SSL":
+        settings["ssl.ca.location"] = security.ca_pem
+    return [arg for key, value in settings.items() for arg in ("-X", f"{key}={value}")]
+
+
+def client_certificate(security: SecuredBroker, user: str | None = "alice") -> list[str]:
+    """kcat's settings for the SSL listener: the CA file, and ``user``'s certificate if any."""
+    settings = {"security.protocol": "SSL", "ssl.ca.location": security.ca_pem}
+    if user is not None:
+        files = security.clients[user]
+        settings |= {"ssl.certificate.location": files.chain_pem, "ssl.key.location": files.key_pem}
+    return [arg for key, value in settings.items() for arg in ("-X", f"{key}={value}")]
+
+
+def test_sasl_plaintext_plain_produce_and_group_consume(
+    security: SecuredBroker, topic_name: str
+) -> None:
+    """alice, with CREATE, WRITE and READ on a topic and READ on a group, creates it by
+    producing, then reads it back as a balanced group member."""
+    group = f"{topic_name}-group"
+    grant(security, "alice", topic_name, "CREATE", "WRITE", "READ", group=group)
+    address = security.bootstrap_for("SASL_PLAINTEXT")
+    login = sasl(security, "SASL_PLAINTEXT", "PLAIN")
+    lines = [f"plain-{i}" for i in range(30)]
+    produce(address, topic_name, lines, *login)
+    assert sorted(group_consume(address, group, topic_name, *login)) == sorted(lines)
+
+
+def test_sasl_ssl_plain_with_the_ca_file(security: SecuredBroker, topic_name: str) -> None:
+    """SASL PLAIN over TLS, the broker checked against the CA: a compressed produce, read back
+    from a partition."""
+    grant(security, "alice", topic_name, "CREATE", "WRITE", "READ")
+    address = security.bootstrap_for("SASL_SSL")
+    login = sasl(security, "SASL_SSL", "PLAIN")
+    lines = [f"tls line {i:04d} " + "xyz" * (i % 30) for i in range(200)]
+    produce(address, topic_name, lines, "-p", "1", "-z", "lz4", *login)
+    got = consume(address, topic_name, 1, *login)
+    assert [r["payload"] for r in got] == lines
+    assert [r["offset"] for r in got] == list(range(len(lines)))
+
+
+def test_scram_from_librdkafka_before_2_6_1_is_refused_as_by_kafka_4(
+    security: SecuredBroker,
+) -> None:
+    """librdkafka before 2.6.1 appends its nonce twice in the SCRAM client-final message
+    (librdkafka#4895); Kafka 4 compares the nonce strictly (RFC 5802) and refuses the login
+    with its invalid-credentials message, whichever SCRAM mechanism. So must the broker:
+    kcat 1.7.1 on librdkafka 2.0.2 cannot log in with SCRAM."""
+    address = security.bootstrap_for("SASL_PLAINTEXT")
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        result = kcat("-b", address, "-L", "-m", "5", *sasl(security, "SASL_PLAINTEXT", mechanism))
+        assert result.returncode != 0, result.describe()
+        expected = (
+            "SASL authentication error: Authentication failed during authentication due to "
+            f"invalid credentials with SASL mechanism {mechanism}"
+        )
+        assert expected in result.stderr, result.describe()
+
+
+def test_ssl_metadata_with_a_client_certificate(
+    security: SecuredBroker, bootstrap: str, topic_name: str
+) -> None:
+    """-L over SSL as CN=alice: the broker lists itself at the SSL listener's address, hides
+    the topic until alice may DESCRIBE it (so the certificate mapped to User:alice), then
+    lists its partitions."""
+    produce(bootstrap, topic_name, ["first"], "-p", "0")
+    address = security.bootstrap_for("SSL")
+    login = client_certificate(security)
+
+    def describe() -> dict[str, Any]:
+        return json.loads(kcat("-b", address, "-L", "-J", "-t", topic_name, *login).check().stdout)
+
+    hidden = describe()
+    assert [b["name"] for b in hidden["brokers"]] == [address], hidden
+    assert hidden["topics"] == [
+        {"topic": topic_name, "error": "Broker: Topic authorization failed", "partitions": []}
+    ], hidden
+    grant(security, "alice", topic_name, "DESCRIBE")
+    [entry] = describe()["topics"]
+    assert "error" not in entry, entry
+    assert sorted(p["partition"] for p in entry["partitions"]) == [0, 1, 2], entry
+
+
+def test_ssl_without_a_client_certificate_is_refused_with_a_tls_alert(
+    security: SecuredBroker,
+) -> None:
+    """The SSL listener requires a client certificate: a client without one is told so by a
+    TLS alert (Kafka's: bad_certificate), not by a connection that just ends."""
+    result = kcat(
+        "-b", security.bootstrap_for("SSL"), "-L", "-m", "5", *client_certificate(security, None)
+    )
+    assert result.returncode != 0, result.describe()
+    assert "SSL alert number" in result.stderr, result.describe()
