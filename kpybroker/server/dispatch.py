@@ -76,18 +76,6 @@ def _exempt(api_key: int, request: Any) -> bool:
     return False
 
 
-async def dispatch(
-    frame: bytearray,
-    services: Services,
-    client_host: str,
-    listener: str,
-    principal: KafkaPrincipal = ANONYMOUS,
-) -> list[Any] | None:
-    """Handle one request frame; return the framed response parts, or None for no response."""
-    answered = await answer(frame, services, client_host, listener, principal)
-    return None if answered is None else answered[0]
-
-
 async def answer(
     frame: bytearray,
     services: Services,
@@ -95,8 +83,8 @@ async def answer(
     listener: str,
     principal: KafkaPrincipal = ANONYMOUS,
 ) -> tuple[list[Any], Any] | None:
-    """``dispatch``, also returning the response object (None when the answer was made
-    before any handler ran); None when the request has no answer."""
+    """Handle one request frame: the framed response parts and the response object (None
+    when the answer was made before any handler ran); None when there is no answer."""
     api_key, api_version, correlation_id = peek_api(frame)
     spec = REGISTRY.get(api_key)
     if spec is None:

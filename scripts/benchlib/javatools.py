@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlib.plan import TOOL_HEAP, TOOL_JVM_OPTIONS
+from tests.helpers.client_properties import write_properties
 from tests.helpers.java import java_command
 from tests.helpers.process import run_tool
 
@@ -65,9 +66,7 @@ def properties_file(option: str, settings: Mapping[str, str]) -> Iterator[list[s
         yield []
         return
     with tempfile.TemporaryDirectory(prefix="bench-client-") as tmp:
-        path = Path(tmp) / "client.properties"
-        path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
-        yield [option, str(path)]
+        yield [option, str(write_properties(Path(tmp) / "client.properties", settings))]
 
 
 @dataclass(frozen=True)

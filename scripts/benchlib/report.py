@@ -284,9 +284,9 @@ def method_lines(info: RunInfo) -> list[str]:
         "and none of the aborted ones (ConsumerPerformance stops at the count it is given, "
         "so it could not see an extra record itself).",
         "- Workloads 8 and 9: after the plaintext workloads, both brokers are started afresh "
-        "with, on top of the settings above, the security settings of "
-        "`tests/helpers/secure_broker.py` (`server_properties()`, the same for both, with one "
-        "CA and its P-256 certificates for both): SASL_PLAINTEXT, SASL_SSL and SSL listeners "
+        "with, on top of the settings above, those of `docs/secure-server.properties` (through "
+        "`tests/helpers/secure_broker.py`: the same for both, with one CA and its P-256 "
+        "certificates for both): SASL_PLAINTEXT, SASL_SSL and SSL listeners "
         "beside PLAINTEXT, PKCS12 key and trust stores, client certificates required on SSL "
         "(`listener.name.ssl.ssl.client.auth=required`), SASL PLAIN, SCRAM-SHA-256, "
         "SCRAM-SHA-512 and OAUTHBEARER, and ACLs (`authorizer.class.name="

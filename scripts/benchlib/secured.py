@@ -1,12 +1,13 @@
 """Workloads 8 and 9's clients: the listeners they use, their settings there, and their user.
 
-Both brokers run with the settings of ``tests/helpers/secure_broker.py``: ACLs on, nothing
-allowed without one. The perf tools run as ``alice``, an ordinary user, so that every request
-is authorized as in a secured deployment (a super user would skip the ACLs): over SSL with her
-client certificate (``CN=alice`` maps to ``User:alice``), over SASL_SSL with SCRAM-SHA-512,
-her credential added with AlterUserScramCredentials first. Prefixed ACLs allow her the bench's
-topics and groups. Topics are created on the PLAINTEXT port, whose ``User:ANONYMOUS`` is a
-super user, as for the plaintext workloads.
+Both brokers run with the settings of ``docs/secure-server.properties`` (through
+``tests/helpers/secure_broker.py``): ACLs on, nothing allowed without one. The perf tools run
+as ``alice``, an ordinary user, so that every request is authorized as in a secured deployment
+(a super user would skip the ACLs): over SSL with her client certificate (``CN=alice`` maps to
+``User:alice``), over SASL_SSL with SCRAM-SHA-512, her credential added with
+AlterUserScramCredentials first. Prefixed ACLs allow her the bench's topics and groups. Topics
+are created on the PLAINTEXT port, whose ``User:ANONYMOUS`` is a super user, as for the
+plaintext workloads.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from confluent_kafka.admin import ResourcePatternType as Pattern
 
 from benchlib.brokers import Measured, listener_bootstrap
 from benchlib.javatools import GROUP_PREFIX
-from tests.helpers.certificates import PASSWORD
-from tests.helpers.secure_broker import SCRAM_MODULE, USERS, Credentials, jaas
+from tests.helpers.client_properties import mutual_tls_settings, sasl_settings
+from tests.helpers.secure_broker import Credentials
 from tests.helpers.secure_clients import acl, add_acls, add_scram_users, admin_client
 
 #: Who the perf tools are.
@@ -60,35 +61,9 @@ SASL_SSL_LABEL = f"SASL_SSL ({MECHANISM})"
 def secured_listeners(credentials: Credentials) -> tuple[Listener, ...]:
     """SSL with ``alice``'s client certificate, and SASL_SSL with her SCRAM-SHA-512 password,
     both trusting the brokers' CA; the files are ``credentials``'s."""
-    trust = {
-        "ssl.truststore.type": "PKCS12",
-        "ssl.truststore.location": str(credentials.truststore),
-        "ssl.truststore.password": PASSWORD,
-    }
-    keystore = credentials.client(USER).keystore
     return (
-        Listener(
-            "SSL",
-            SSL_LABEL,
-            {
-                "security.protocol": "SSL",
-                **trust,
-                "ssl.keystore.type": "PKCS12",
-                "ssl.keystore.location": str(keystore),
-                "ssl.keystore.password": PASSWORD,
-                "ssl.key.password": PASSWORD,
-            },
-        ),
-        Listener(
-            "SASL_SSL",
-            SASL_SSL_LABEL,
-            {
-                "security.protocol": "SASL_SSL",
-                **trust,
-                "sasl.mechanism": MECHANISM,
-                "sasl.jaas.config": jaas(SCRAM_MODULE, username=USER, password=USERS[USER]),
-            },
-        ),
+        Listener("SSL", SSL_LABEL, mutual_tls_settings(credentials, USER)),
+        Listener("SASL_SSL", SASL_SSL_LABEL, sasl_settings(credentials, MECHANISM, USER)),
     )
 
 

@@ -194,5 +194,13 @@ class SecureReferenceKafka(ReferenceKafka):
         settings |= {k: v for k, v in self.overrides.items() if k not in FORMAT_FEATURES}
         return settings
 
+    def command(self) -> list[str]:
+        """Kafka 4.4 reads a JWKS URL only when a JVM property lists it as allowed."""
+        command = super().command()
+        url = self.settings().get("sasl.oauthbearer.jwks.endpoint.url")
+        if url is not None:
+            command.insert(1, f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={url}")
+        return command
+
     def bootstrap_for(self, listener: str) -> str:
         return f"{self.host}:{self.ports[listener]}"

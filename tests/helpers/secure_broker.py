@@ -9,7 +9,8 @@ SASL offers PLAIN (users in the JAAS config), SCRAM-SHA-256 and SCRAM-SHA-512
 and ``admin`` is the super user. The same settings start kpybroker and, with
 ``KPYBROKER_TEST_TARGET=kafka``, Apache Kafka, so the tests check both.
 
-``server_properties()`` is what ``docs/security.md`` shows an operator.
+The settings are those of ``docs/secure-server.properties``, the example
+``docs/security.md`` explains, with this run's files and ports.
 """
 
 from __future__ import annotations
@@ -18,19 +19,16 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kpybroker.config import read_properties
 from tests.helpers.brokers import KpyBroker, ManagedBroker, Overrides, selected_target
-from tests.helpers.certificates import PASSWORD, CertificateAuthority, Identity
-from tests.helpers.process import free_port
+from tests.helpers.certificates import CertificateAuthority, Identity
+from tests.helpers.process import REPO_ROOT, free_port
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
-SASL_LISTENERS = ("SASL_PLAINTEXT", "SASL_SSL")
-SECURE_LISTENERS = (*SASL_LISTENERS, "SSL")
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+SECURE_LISTENERS = ("SASL_PLAINTEXT", "SASL_SSL", "SSL")
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
-#: TLS principals: the CN of the client certificate.
-MAPPING_RULES = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
 
 
 @dataclass(eq=False)
@@ -76,37 +74,21 @@ def jaas(module: str, **options: str) -> str:
     return f"{module} required {text};".replace(" ;", ";")
 
 
+#: The operator's example (docs/security.md): the settings every secured test broker gets.
+EXAMPLE = REPO_ROOT / "docs" / "secure-server.properties"
+EXAMPLE_SSL_DIR = "/etc/kpybroker/ssl/"
+
+
 def server_properties(credentials: Credentials, ports: dict[str, int]) -> dict[str, str]:
-    """The security settings of the broker (``listeners`` aside), under Kafka's keys."""
-    users = {f"user_{name}": password for name, password in USERS.items()}
-    settings = {
-        "listener.security.protocol.map": (
-            "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL"
-        ),
-        "sasl.enabled.mechanisms": ",".join(MECHANISMS),
-        "ssl.keystore.type": "PKCS12",
-        "ssl.keystore.location": str(credentials.server_keystore),
-        "ssl.keystore.password": PASSWORD,
-        "ssl.truststore.type": "PKCS12",
-        "ssl.truststore.location": str(credentials.truststore),
-        "ssl.truststore.password": PASSWORD,
-        "listener.name.ssl.ssl.client.auth": "required",
-        "ssl.principal.mapping.rules": MAPPING_RULES,
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:admin;User:ANONYMOUS",
-        "allow.everyone.if.no.acl.found": "false",
+    """The example's settings but the listeners, with this run's key and trust stores."""
+    settings = read_properties(EXAMPLE)
+    for key in ("listeners", "advertised.listeners"):
+        del settings[key]
+    stores = {
+        f"{EXAMPLE_SSL_DIR}broker.p12": str(credentials.server_keystore),
+        f"{EXAMPLE_SSL_DIR}truststore.p12": str(credentials.truststore),
     }
-    for listener in SASL_LISTENERS:
-        prefix = f"listener.name.{listener.lower()}"
-        settings[f"{prefix}.plain.sasl.jaas.config"] = jaas(
-            PLAIN_MODULE, username="admin", password=USERS["admin"], **users
-        )
-        for mechanism in ("scram-sha-256", "scram-sha-512"):
-            settings[f"{prefix}.{mechanism}.sasl.jaas.config"] = jaas(SCRAM_MODULE)
-        settings[f"{prefix}.oauthbearer.sasl.jaas.config"] = jaas(
-            OAUTH_MODULE, unsecuredLoginStringClaim_sub="admin"
-        )
-    return settings
+    return {key: stores.get(value, value) for key, value in settings.items()}
 
 
 class SecureKpyBroker(KpyBroker):

@@ -125,3 +125,25 @@ def new_topic(broker: Any) -> str:
     for future in admin.create_topics([NewTopic(name, 1, 1)]).values():
         future.result(30)
     return name
+
+
+def oauth_refused(broker: Any, token: str) -> Any:
+    """Present ``token`` with OAUTHBEARER on the SASL_PLAINTEXT listener, raw (librdkafka
+    will not send an expired token); the JSON error the broker challenges with, after which
+    the client's acknowledgement must fail the attempt and close the connection."""
+    import json
+
+    from kpybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+    from kpybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest
+    from kpybroker.security.sasl.oauthbearer import OAuthBearerSaslClient
+    from tests.helpers.groups_wire import Wire
+
+    with Wire(broker.bootstrap_for("SASL_PLAINTEXT"), client_id="oauth-test") as connection:
+        assert connection.call(SaslHandshakeRequest(mechanism="OAUTHBEARER"), 1).error_code == 0
+        first = OAuthBearerSaslClient(token).initial_response()
+        challenge = connection.call(SaslAuthenticateRequest(auth_bytes=first), 1)
+        assert challenge.error_code == 0, challenge
+        refused = connection.call(SaslAuthenticateRequest(auth_bytes=b"\x01"), 1)
+        assert refused.error_code == 58, refused  # SASL_AUTHENTICATION_FAILED
+        connection.expect_closed()
+        return json.loads(challenge.auth_bytes)

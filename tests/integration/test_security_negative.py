@@ -8,7 +8,6 @@ and a well-behaved client on another connection is served as before.
 from __future__ import annotations
 
 import re
-import socket
 import ssl
 import struct
 import time
@@ -18,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from kpybroker.protocol.framing import decode_response, encode_request
+from kpybroker.protocol.framing import encode_request
 from kpybroker.protocol.messages.metadata import MetadataRequest
 from kpybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from kpybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest
-from kpybroker.security.sasl.oauthbearer import OAuthBearerSaslClient
 from tests.helpers.brokers import ManagedBroker
+from tests.helpers.groups_wire import Wire
 from tests.helpers.secure_broker import Credentials, SecureKpyBroker, secure_broker
 from tests.helpers.secure_clients import (
     acl,
@@ -32,7 +31,9 @@ from tests.helpers.secure_clients import (
     confluent_config,
     grant,
     new_topic,
+    oauth_refused,
 )
+from tests.helpers.wire import ConnectionClosed, RawConnection
 
 FAILED = re.compile(r"Failed authentication with \S+:(\d+) ")
 
@@ -59,50 +60,22 @@ def secured(
         broker.stop()
 
 
-def connect(broker: Any, listener: str = "SASL_PLAINTEXT") -> socket.socket:
-    host, port = broker.bootstrap_for(listener).rsplit(":", 1)
-    return socket.create_connection((host, int(port)), timeout=10)
+def wire(broker: Any, listener: str = "SASL_PLAINTEXT") -> Wire:
+    """A raw connection to one of the broker's secured listeners."""
+    return Wire(broker.bootstrap_for(listener), client_id="negative-test")
 
 
-def exchange(sock: socket.socket, request: Any, version: int) -> Any:
-    sock.sendall(encode_request(request, version, 1, "negative-test"))
-    return decode_response(read_frame(sock), request, version)[1]
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    (size,) = struct.unpack(">i", read_exactly(sock, 4))
-    return read_exactly(sock, size)
-
-
-def read_exactly(sock: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        data += chunk
-    return data
-
-
-def closed_without_answer(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    finally:
-        sock.close()
-
-
-def not_answered(sock: socket.socket) -> bool:
+def not_answered(connection: RawConnection) -> bool:
     """Closed with no Kafka answer: at most a TLS alert record (Kafka's engine sends one)."""
     received = b""
+    connection.sock.settimeout(10)
     try:
-        while chunk := sock.recv(4096):
+        while chunk := connection.sock.recv(4096):
             received += chunk
     except ConnectionResetError:
         pass
     finally:
-        sock.close()
+        connection.close()
     return not received or received[0] == 0x15  # TLS alert
 
 
@@ -140,10 +113,10 @@ def failed_once(broker: ManagedBroker, sock_port: int) -> None:
 def test_a_client_that_skips_the_handshake_is_closed_without_an_answer(
     secured: ManagedBroker, credentials: Credentials
 ) -> None:
-    sock = connect(secured)
-    port = sock.getsockname()[1]
-    sock.sendall(encode_request(MetadataRequest(topics=None), 12, 1, "skipper"))
-    assert closed_without_answer(sock)
+    with wire(secured) as connection:
+        port = connection.sock.getsockname()[1]
+        connection.send_request(MetadataRequest(topics=None), 12)
+        connection.expect_closed()
     failed_once(secured, port)
     still_served(secured, credentials)
 
@@ -151,10 +124,10 @@ def test_a_client_that_skips_the_handshake_is_closed_without_an_answer(
 def test_an_oversized_frame_before_authentication_is_refused(
     secured: ManagedBroker, credentials: Credentials
 ) -> None:
-    sock = connect(secured)
-    port = sock.getsockname()[1]
-    sock.sendall(struct.pack(">i", 100 * 1024 * 1024) + b"\0" * 1024)
-    assert closed_without_answer(sock)
+    with wire(secured) as connection:
+        port = connection.sock.getsockname()[1]
+        connection.send(struct.pack(">i", 100 * 1024 * 1024) + b"\0" * 1024)
+        connection.expect_closed()
     failed_once(secured, port)
     still_served(secured, credentials)
 
@@ -162,32 +135,35 @@ def test_an_oversized_frame_before_authentication_is_refused(
 def test_a_malformed_authenticate_request_closes_the_connection(
     secured: ManagedBroker, credentials: Credentials
 ) -> None:
-    sock = connect(secured)
-    assert exchange(sock, SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1).error_code == 0
-    frame = bytearray(encode_request(SaslAuthenticateRequest(auth_bytes=b"x" * 64), 1, 2, "bad"))
-    body = 4 + 2 + 2 + 4 + 2 + len("bad")  # size, api key, version, correlation id, client id
-    frame[body : body + 4] = struct.pack(">i", 1 << 30)  # auth_bytes claims a gigabyte
-    sock.sendall(bytes(frame))
-    assert closed_without_answer(sock)
+    with wire(secured) as connection:
+        shake = connection.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1)
+        assert shake.error_code == 0
+        frame = bytearray(
+            encode_request(SaslAuthenticateRequest(auth_bytes=b"x" * 64), 1, 2, "bad")
+        )
+        body = 4 + 2 + 2 + 4 + 2 + len("bad")  # size, api key, version, correlation id, client id
+        frame[body : body + 4] = struct.pack(">i", 1 << 30)  # auth_bytes claims a gigabyte
+        connection.send(bytes(frame))
+        connection.expect_closed()
     still_served(secured, credentials)
 
 
 def test_garbage_instead_of_a_request_is_refused(
     secured: ManagedBroker, credentials: Credentials
 ) -> None:
-    sock = connect(secured)
-    sock.sendall(struct.pack(">i", 8) + b"\x60\x06garbage"[:8])
-    assert closed_without_answer(sock)
+    with wire(secured) as connection:
+        connection.send(struct.pack(">i", 8) + b"\x60\x06garbage"[:8])
+        connection.expect_closed()
     still_served(secured, credentials)
 
 
 def test_an_unknown_mechanism_is_answered_with_the_ones_offered(secured: ManagedBroker) -> None:
-    sock = connect(secured)
-    answer = exchange(sock, SaslHandshakeRequest(mechanism="GSSAPI"), 1)
-    assert answer.error_code == 33  # UNSUPPORTED_SASL_MECHANISM
-    # In the order of the Java HashMap Kafka keeps them in.
-    assert answer.mechanisms == ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256", "OAUTHBEARER"]
-    assert closed_without_answer(sock)
+    with wire(secured) as connection:
+        answer = connection.call(SaslHandshakeRequest(mechanism="GSSAPI"), 1)
+        assert answer.error_code == 33  # UNSUPPORTED_SASL_MECHANISM
+        # In the order of the Java HashMap Kafka keeps them in.
+        assert answer.mechanisms == ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256", "OAUTHBEARER"]
+        connection.expect_closed()
 
 
 def test_an_expired_or_unusable_token_is_refused_as_kafka_refuses_it(
@@ -203,28 +179,17 @@ def test_an_expired_or_unusable_token_is_refused_as_kafka_refuses_it(
         return f"{part({'alg': 'none'})}.{part(claims)}."
 
     now = time.time()
-    for token, status in (
-        (unsecured({"sub": "alice", "iat": now - 7200, "exp": now - 3600}), "invalid_token"),
-        ("not.a.token", "invalid_token"),
-    ):
-        sock = connect(secured)
-        exchange(sock, SaslHandshakeRequest(mechanism="OAUTHBEARER"), 1)
-        client = OAuthBearerSaslClient(token)
-        challenge = exchange(sock, SaslAuthenticateRequest(auth_bytes=client.initial_response()), 1)
-        assert challenge.error_code == 0
-        assert json.loads(challenge.auth_bytes)["status"] == status
-        refused = exchange(sock, SaslAuthenticateRequest(auth_bytes=b"\x01"), 1)
-        assert refused.error_code == 58  # SASL_AUTHENTICATION_FAILED
-        assert closed_without_answer(sock)
+    for token in (unsecured({"sub": "alice", "iat": now - 7200, "exp": now - 3600}), "no.t.ok"):
+        assert oauth_refused(secured, token) == {"status": "invalid_token"}
 
 
 def test_a_plaintext_client_on_a_tls_listener_is_logged_and_closed(
     secured: ManagedBroker, credentials: Credentials
 ) -> None:
-    sock = connect(secured, "SSL")
-    port = sock.getsockname()[1]
-    sock.sendall(encode_request(MetadataRequest(topics=None), 12, 1, "plain"))
-    assert not_answered(sock)
+    connection = wire(secured, "SSL")
+    port = connection.sock.getsockname()[1]
+    connection.send_request(MetadataRequest(topics=None), 12)
+    assert not_answered(connection)
     failed_once(secured, port)
 
 
@@ -232,11 +197,10 @@ def test_a_tls_client_without_a_certificate_is_refused_where_one_is_required(
     secured: ManagedBroker, credentials: Credentials
 ) -> None:
     context = ssl.create_default_context(cafile=str(credentials.ca_pem))
-    sock = context.wrap_socket(connect(secured, "SSL"), server_hostname="127.0.0.1")
-    with pytest.raises((ssl.SSLError, ConnectionError)):
-        sock.sendall(encode_request(MetadataRequest(topics=None), 12, 1, "no-cert"))
-        read_frame(sock)  # TLS 1.3: the refusal arrives with the first read
-    sock.close()
+    connection = wire(secured, "SSL")
+    connection.sock = context.wrap_socket(connection.sock, server_hostname="127.0.0.1")
+    with pytest.raises((ssl.SSLError, ConnectionError, ConnectionClosed)), connection:
+        connection.call(MetadataRequest(topics=None), 12)  # TLS 1.3: refused at the first read
 
 
 # -- authorization: a DENY over an ALLOW, family by family ----------------------------

@@ -8,11 +8,14 @@ from kpybroker.apis.support.registry import REGISTRY, CloseConnection
 from kpybroker.protocol.framing import encode_request
 from kpybroker.protocol.messages.api_versions import ApiVersionsRequest
 from kpybroker.protocol.messages.produce import ProduceRequest
-from kpybroker.server.dispatch import dispatch
+from kpybroker.server.dispatch import answer
 
 
 def run(frame: bytes):
-    return asyncio.run(dispatch(bytearray(frame[4:]), services=None, client_host="h", listener="L"))
+    answered = asyncio.run(
+        answer(bytearray(frame[4:]), services=None, client_host="h", listener="L")
+    )
+    return None if answered is None else answered[0]
 
 
 def test_too_new_api_versions_gets_a_v0_unsupported_version_answer() -> None:

@@ -175,7 +175,10 @@ def authz_metadata(p: Probe) -> None:
             request = describe_topic_partitions.DescribeTopicPartitionsRequest(
                 topics=[describe_topic_partitions.TopicRequest(name=n) for n in names]
             )
-            s.answer(f"{phase}/DescribeTopicPartitions v0 {label}", request, 0)
+            # Kafka appends the refused topics in java.util.HashSet order.
+            s.answer(
+                f"{phase}/DescribeTopicPartitions v0 {label}", request, 0, unordered=("topics",)
+            )
         for v in (0, 1):
             request = describe_cluster.DescribeClusterRequest(
                 include_cluster_authorized_operations=True
@@ -508,7 +511,9 @@ def authz_topic_admin(p: Probe) -> None:
                 timeout_ms=30000,
                 validate_only=False,
             )
-            s.answer(f"{phase}/CreateTopics v{v}", request, v, unordered=("topics/configs",))
+            # The controller appends the refused topics in java.util.HashSet order.
+            unordered = ("topics", "topics/configs")
+            s.answer(f"{phase}/CreateTopics v{v}", request, v, unordered=unordered)
 
     def admin_steps(phase: str, n: int) -> None:
         create_steps(phase, n)
@@ -702,7 +707,9 @@ def authz_transactions(p: Probe) -> None:
                 for name in (topic, missing)
             ]
         )
-        s.answer(f"{phase}/DescribeProducers v0", request, 0, unordered=("topics",))
+        # The commit marker's append time (the broker's clock) is the producer's last timestamp.
+        varies = ("topics/partitions/active_producers/last_timestamp",)
+        s.answer(f"{phase}/DescribeProducers v0", request, 0, varies=varies, unordered=("topics",))
         request = describe_transactions.DescribeTransactionsRequest(
             transactional_ids=[tid, other_tid]
         )
@@ -925,16 +932,14 @@ def authz_cluster_admin(p: Probe) -> None:
                 describe_user_scram_credentials.UserName(name=name) for name in (user, "zz-nobody")
             ]
         )
-        s.answer(f"{phase}/DescribeUserScramCredentials v0", request, 0)
-        # Every user: the other scenarios' too (those that ran before), in Kafka's map order.
-        # Refused, Kafka 4.4 fails to build its answer (its getErrorResponse reads the null list).
+        # Kafka's ScramImage.describe answers from a java.util.HashMap of the users asked for.
+        unordered = ("results", "results/credential_infos")
+        s.answer(f"{phase}/DescribeUserScramCredentials v0", request, 0, unordered=unordered)
+        # Every user: the other scenarios' too (those that ran before). Refused, Kafka 4.4
+        # fails to build its answer (its getErrorResponse reads the null list) and never answers.
         request = describe_user_scram_credentials.DescribeUserScramCredentialsRequest(users=None)
-        s.answer(
-            f"{phase}/DescribeUserScramCredentials v0 every user",
-            request,
-            0,
-            unordered=("results", "results/credential_infos"),
-        )
+        label = f"{phase}/DescribeUserScramCredentials v0 every user"
+        s.answer(label, request, 0, unordered=unordered, wait=10)
         request = alter_user_scram_credentials.AlterUserScramCredentialsRequest(
             deletions=[
                 alter_user_scram_credentials.ScramCredentialDeletion(name="zz-nobody", mechanism=2)

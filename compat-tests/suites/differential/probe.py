@@ -43,6 +43,8 @@ from . import whole
 if TYPE_CHECKING:
     from .secured import PairedBroker
 
+#: Seconds a connection waits for an answer (``KafkaConnection``'s default).
+ANSWER_TIMEOUT = 30.0
 #: Marks a path one broker reported and the other did not.
 ABSENT = "<absent>"
 
@@ -215,6 +217,7 @@ class Probe:
         *,
         varies: Iterable[str] = (),
         unordered: Iterable[str] = (),
+        wait: float | None = None,
     ) -> Any:
         """Send ``request`` and observe its whole response under ``label`` (``whole.py``).
 
@@ -222,9 +225,11 @@ class Probe:
         below the label) the fields that may differ in this step, and why is
         said where the scenario names them; ``unordered`` the arrays whose
         order Kafka does not keep. A closed connection is observed
-        as ``"closed"``. Returns the decoded response, or None when closed.
+        as ``"closed"``; with ``wait``, an answer that has not come after that
+        many seconds as ``"no answer"`` (for a broker known to leave a request
+        unanswered). Returns the decoded response, or None when closed.
         """
-        response = self.call_or_closed(request, version)
+        response = self.call_or_closed(request, version, wait)
         if isinstance(response, str):
             self.see(label, response)
             return None
@@ -248,13 +253,24 @@ class Probe:
             self.see(f"{label}/{path}", value)
             self.answered.add((api, whole.general(path)))
 
-    def call_or_closed(self, request: Any, version: int) -> Any:
-        """Like :meth:`call`, but a connection the broker closed returns ``"closed"``."""
+    def call_or_closed(self, request: Any, version: int, wait: float | None = None) -> Any:
+        """Like :meth:`call`, but a connection the broker closed returns ``"closed"``, and
+        one that has not answered within ``wait`` seconds (when given) ``"no answer"``."""
+        if wait is not None:
+            self.conn.sock.settimeout(wait)
         try:
             return self.call(request, version)
         except ConnectionClosed:
             self.reconnect()
             return "closed"
+        except TimeoutError:
+            if wait is None:
+                raise
+            self.reconnect()
+            return "no answer"
+        finally:
+            if wait is not None:
+                self.conn.sock.settimeout(ANSWER_TIMEOUT)
 
     def raw(
         self, api_key: int, version: int, body: bytes = b"", *, flexible: bool = True

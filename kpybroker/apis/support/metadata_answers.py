@@ -17,12 +17,8 @@ from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages.metadata import MetadataResponsePartition, MetadataResponseTopic
 from kpybroker.topic_admin import Topic
 
+#: The authorized operations field when it was not asked for (Kafka's Int.MinValue).
 NO_OPERATIONS = -(2**31)
-# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS:
-# what a topic allows when no authorizer is configured.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-# CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE.
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def topic_metadata(topic: Topic, operations: int, live: Collection[int]) -> MetadataResponseTopic:
