@@ -134,10 +134,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.hold_reading("queue")
 
     def eof_received(self) -> bool:
-        # Answer what was already received, then close (the client half-closed).
+        """The client half-closed: answer what was already received, then close. (A TLS
+        connection cannot stay half open: the TLS layer closes it whatever this says.)"""
         self.pending.append(None)  # type: ignore[arg-type]
         self.wakeup.set()
-        return True
+        return self.security.tls is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

@@ -18,11 +18,11 @@ on that name covers them all, and ``zz-`` names are ones no ACL covers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kpybroker.protocol.messages import (
     add_offsets_to_txn,
-    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -45,11 +45,9 @@ from kpybroker.protocol.messages import (
     describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
-    end_txn,
     find_coordinator,
     heartbeat,
     incremental_alter_configs,
-    init_producer_id,
     join_group,
     leave_group,
     list_groups,
@@ -91,9 +89,11 @@ from .error_paths import (
 from .probe import Probe, batch, error, secured_scenario
 from .scenarios import assignment, subscription
 from .transactions import (
-    TIMEOUT_MS,
     TXN_LOADING,
     Producer,
+    add_request,
+    end_request,
+    init_request,
     ready_txn_coordinator,
     wait_for_state,
 )
@@ -485,67 +485,70 @@ def authz_offsets(p: Probe) -> None:
 # -- Topic administration ---------------------------------------------------------------------
 
 
-def creatable(name: str) -> Any:
-    return create_topics.CreatableTopic(
-        name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[]
-    )
+@dataclass
+class Admin:
+    """The topic-admin scenario's user session and names: ``kept`` lives throughout (with three
+    records), ``missing`` never exists, each phase ``n`` makes and deletes its own topics."""
 
+    s: Probe
+    topics: Topics
+    user: str
+    kept: str
+    missing: str
+    broker: str
 
-@secured_scenario
-def authz_topic_admin(p: Probe) -> None:
-    """CreateTopics (with and without DESCRIBE_CONFIGS), DeleteTopics, CreatePartitions,
-    configs of a topic and the broker, DeleteRecords, DescribeLogDirs, leader elections and
-    reassignments."""
-    user = "authz-adm"
-    kept, missing = f"{user}-x", f"{user}-missing"
-    topics = Topics(p)
-    topics.create(kept, 1)
-    p.produce(kept, 0, batch([b"a", b"b", b"c"], timestamp=T0))
-    s = session(p, user, "SASL_SSL")
-    broker = str(p.node_id)
+    def creatable(self, name: str) -> Any:
+        return create_topics.CreatableTopic(
+            name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[]
+        )
 
-    def create_steps(phase: str, n: int) -> None:
+    def create(self, phase: str, n: int) -> None:
         for v in (5, 7):
             request = create_topics.CreateTopicsRequest(
-                topics=[creatable(f"{user}-new-{n}-v{v}"), creatable(kept)],
+                topics=[self.creatable(f"{self.user}-new-{n}-v{v}"), self.creatable(self.kept)],
                 timeout_ms=30000,
                 validate_only=False,
             )
             # The controller appends the refused topics in java.util.HashSet order.
             unordered = ("topics", "topics/configs")
-            s.answer(f"{phase}/CreateTopics v{v}", request, v, unordered=unordered)
+            self.s.answer(f"{phase}/CreateTopics v{v}", request, v, unordered=unordered)
 
-    def admin_steps(phase: str, n: int) -> None:
-        create_steps(phase, n)
+    def partitions_and_deletion(self, phase: str, n: int) -> None:
         for v in (1, 3):
             request = create_partitions.CreatePartitionsRequest(
                 topics=[
                     create_partitions.CreatePartitionsTopic(name=name, count=2, assignments=None)
-                    for name in (kept, missing)
+                    for name in (self.kept, self.missing)
                 ],
                 timeout_ms=30000,
                 validate_only=True,
             )
             # KRaft answers unknown topics first, then the controller's results.
-            s.answer(f"{phase}/CreatePartitions v{v}", request, v, unordered=("results",))
-        doomed, doomed_by_id = f"{user}-gone-{n}", f"{user}-gone-by-id-{n}"
-        topics.create(doomed, 1)
-        topics.create(doomed_by_id, 1)
-        request = delete_topics.DeleteTopicsRequest(topic_names=[doomed, missing], timeout_ms=30000)
+            self.s.answer(f"{phase}/CreatePartitions v{v}", request, v, unordered=("results",))
+        doomed, doomed_by_id = f"{self.user}-gone-{n}", f"{self.user}-gone-by-id-{n}"
+        self.topics.create(doomed, 1)
+        self.topics.create(doomed_by_id, 1)
+        request = delete_topics.DeleteTopicsRequest(
+            topic_names=[doomed, self.missing], timeout_ms=30000
+        )
         # Kafka's controller shuffles DeleteTopics answers on purpose.
-        s.answer(f"{phase}/DeleteTopics v1", request, 1, unordered=("responses",))
+        self.s.answer(f"{phase}/DeleteTopics v1", request, 1, unordered=("responses",))
         request = delete_topics.DeleteTopicsRequest(
             topics=[
                 delete_topics.DeleteTopicState(name=name, topic_id=topic_id)
                 for name, topic_id in (
-                    (missing, bytes(16)),
-                    (None, topics.id_of(doomed_by_id)),
+                    (self.missing, bytes(16)),
+                    (None, self.topics.id_of(doomed_by_id)),
                     (None, UNKNOWN_ID),
                 )
             ],
             timeout_ms=30000,
         )
-        s.answer(f"{phase}/DeleteTopics v6", request, 6, unordered=("responses",))
+        self.s.answer(f"{phase}/DeleteTopics v6", request, 6, unordered=("responses",))
+
+    def configs(self, phase: str) -> None:
+        """A topic's and the broker's configs, read and changed (validate_only)."""
+        topic, broker = 2, 4
         for v in (1, 4):
             request = describe_configs.DescribeConfigsRequest(
                 resources=[
@@ -553,34 +556,34 @@ def authz_topic_admin(p: Probe) -> None:
                         resource_type=kind, resource_name=name, configuration_keys=keys
                     )
                     for kind, name, keys in (
-                        (2, kept, ["retention.ms"]),
-                        (2, missing, ["retention.ms"]),
-                        (4, broker, ["num.partitions"]),
+                        (topic, self.kept, ["retention.ms"]),
+                        (topic, self.missing, ["retention.ms"]),
+                        (broker, self.broker, ["num.partitions"]),
                     )
                 ],
                 include_synonyms=False,
                 include_documentation=False,
             )
-            s.answer(f"{phase}/DescribeConfigs v{v}", request, v)
-        changes = ((2, kept), (2, missing), (4, broker))
+            self.s.answer(f"{phase}/DescribeConfigs v{v}", request, v)
+        changes = (
+            (topic, self.kept, "retention.ms"),
+            (topic, self.missing, "retention.ms"),
+            (broker, self.broker, "log.retention.ms"),
+        )
         for v in (0, 2):
             request = alter_configs.AlterConfigsRequest(
                 resources=[
                     alter_configs.AlterConfigsResource(
                         resource_type=kind,
                         resource_name=name,
-                        configs=[
-                            alter_configs.AlterableConfig(
-                                name="retention.ms" if kind == 2 else "log.retention.ms",
-                                value="7200000",
-                            )
-                        ],
+                        configs=[alter_configs.AlterableConfig(name=key, value="7200000")],
                     )
-                    for kind, name in changes
+                    for kind, name, key in changes
                 ],
                 validate_only=True,
             )
-            s.answer(f"{phase}/AlterConfigs v{v}", request, v)
+            self.s.answer(f"{phase}/AlterConfigs v{v}", request, v)
+        broker_logger = (8, self.broker, "kafka.server.KafkaApis", "DEBUG")
         for v in (0, 1):
             request = incremental_alter_configs.IncrementalAlterConfigsRequest(
                 resources=[
@@ -594,15 +597,16 @@ def authz_topic_admin(p: Probe) -> None:
                         ],
                     )
                     for kind, name, key, value in (
-                        (2, kept, "retention.ms", "7200000"),
-                        (2, missing, "retention.ms", "7200000"),
-                        (4, broker, "log.retention.ms", "7200000"),
-                        (8, broker, "kafka.server.KafkaApis", "DEBUG"),
+                        *((kind, name, key, "7200000") for kind, name, key in changes),
+                        broker_logger,
                     )
                 ],
                 validate_only=True,
             )
-            s.answer(f"{phase}/IncrementalAlterConfigs v{v}", request, v)
+            self.s.answer(f"{phase}/IncrementalAlterConfigs v{v}", request, v)
+
+    def records_and_replicas(self, phase: str) -> None:
+        """DeleteRecords, DescribeLogDirs, ElectLeaders and the reassignment APIs."""
         for v in (0, 2):
             request = delete_records.DeleteRecordsRequest(
                 topics=[
@@ -612,75 +616,85 @@ def authz_topic_admin(p: Probe) -> None:
                             delete_records.DeleteRecordsPartition(partition_index=0, offset=1)
                         ],
                     )
-                    for name in (kept, missing)
+                    for name in (self.kept, self.missing)
                 ],
                 timeout_ms=30000,
             )
-            s.answer(f"{phase}/DeleteRecords v{v}", request, v, unordered=BY_TOPIC)
+            self.s.answer(f"{phase}/DeleteRecords v{v}", request, v, unordered=BY_TOPIC)
         for v in (1, 4):
             request = describe_log_dirs.DescribeLogDirsRequest(
-                topics=[describe_log_dirs.DescribableLogDirTopic(topic=kept, partitions=[0])]
+                topics=[describe_log_dirs.DescribableLogDirTopic(topic=self.kept, partitions=[0])]
             )
             # Where each broker keeps its data, and the disk's size and free space.
             varies = ("results/log_dir", "results/total_bytes", "results/usable_bytes")
-            s.answer(f"{phase}/DescribeLogDirs v{v}", request, v, varies=varies)
+            self.s.answer(f"{phase}/DescribeLogDirs v{v}", request, v, varies=varies)
         for v in (0, 2):
             request = elect_leaders.ElectLeadersRequest(
                 election_type=0,
-                topic_partitions=[elect_leaders.TopicPartitions(topic=kept, partitions=[0])],
+                topic_partitions=[elect_leaders.TopicPartitions(topic=self.kept, partitions=[0])],
                 timeout_ms=10000,
             )
-            s.answer(f"{phase}/ElectLeaders v{v}", request, v)
+            self.s.answer(f"{phase}/ElectLeaders v{v}", request, v)
+        cancel = alter_partition_reassignments.ReassignablePartition(
+            partition_index=0, replicas=None
+        )
         request = alter_partition_reassignments.AlterPartitionReassignmentsRequest(
             timeout_ms=10000,
             topics=[
-                alter_partition_reassignments.ReassignableTopic(
-                    name=kept,
-                    partitions=[
-                        alter_partition_reassignments.ReassignablePartition(
-                            partition_index=0, replicas=None
-                        )
-                    ],
-                )
+                alter_partition_reassignments.ReassignableTopic(name=self.kept, partitions=[cancel])
             ],
         )
-        s.answer(f"{phase}/AlterPartitionReassignments v0", request, 0)
+        self.s.answer(f"{phase}/AlterPartitionReassignments v0", request, 0)
         request = list_partition_reassignments.ListPartitionReassignmentsRequest(
             timeout_ms=10000,
             topics=[
                 list_partition_reassignments.ListPartitionReassignmentsTopics(
-                    name=kept, partition_indexes=[0]
+                    name=self.kept, partition_indexes=[0]
                 )
             ],
         )
-        s.answer(f"{phase}/ListPartitionReassignments v0", request, 0)
+        self.s.answer(f"{phase}/ListPartitionReassignments v0", request, 0)
 
-    admin_steps("no ACLs", 0)
+    def everything(self, phase: str, n: int) -> None:
+        self.create(phase, n)
+        self.partitions_and_deletion(phase, n)
+        self.configs(phase)
+        self.records_and_replicas(phase)
+
+
+@secured_scenario
+def authz_topic_admin(p: Probe) -> None:
+    """CreateTopics (with and without DESCRIBE_CONFIGS), DeleteTopics, CreatePartitions,
+    configs of a topic and the broker, DeleteRecords, DescribeLogDirs, leader elections and
+    reassignments."""
+    user = "authz-adm"
+    topics = Topics(p)
+    admin = Admin(
+        session(p, user, "SASL_SSL"), topics, user, f"{user}-x", f"{user}-missing", str(p.node_id)
+    )
+    topics.create(admin.kept, 1)
+    p.produce(admin.kept, 0, batch([b"a", b"b", b"c"], timestamp=T0))
+
+    admin.everything("no ACLs", 0)
     grant(p, allow(user, TOPIC, f"{user}-new", CREATE, prefixed=True))
-    create_steps("CREATE without DESCRIBE_CONFIGS", 1)
+    admin.create("CREATE without DESCRIBE_CONFIGS", 1)
     grant(
         p,
         allow(user, TOPIC, user, ALL, prefixed=True)
         + allow(user, CLUSTER_TYPE, CLUSTER, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS),
     )
-    admin_steps("allowed", 2)
+    admin.everything("allowed", 2)
     grant(
         p,
-        deny(user, TOPIC, kept, DELETE, ALTER, ALTER_CONFIGS)
+        deny(user, TOPIC, admin.kept, DELETE, ALTER, ALTER_CONFIGS)
         + deny(user, TOPIC, f"{user}-new", CREATE, prefixed=True)
         + deny(user, TOPIC, f"{user}-gone", DELETE, prefixed=True)
         + deny(user, CLUSTER_TYPE, CLUSTER, ALTER, DESCRIBE_CONFIGS),
     )
-    admin_steps("denied over allowed", 3)
+    admin.everything("denied over allowed", 3)
 
 
 # -- Transactions -----------------------------------------------------------------------------
-
-
-def init_request(tid: str | None) -> Any:
-    return init_producer_id.InitProducerIdRequest(
-        transactional_id=tid, transaction_timeout_ms=TIMEOUT_MS
-    )
 
 
 @secured_scenario
@@ -697,7 +711,7 @@ def authz_transactions(p: Probe) -> None:
     producer = Producer(tid, 1, 0)  # what a refused producer still sends
 
     def add(label: str, parts: list[tuple[str, list[int]]]) -> None:
-        request = add_partitions(producer, parts)
+        request = add_request(producer.tid, producer.producer_id, producer.epoch, parts)
         s.answer(label, request, 3, unordered=("results_by_topic_v3_and_below",))
 
     def describe_steps(phase: str) -> None:
@@ -778,7 +792,7 @@ def authz_transactions(p: Probe) -> None:
             ],
         )
         s.answer(f"{phase}/TxnOffsetCommit v3", request, 3, unordered=("topics",))
-        request = end_request(producer)
+        request = end_request(producer, committed=True)
         ended = s.answer(f"{phase}/EndTxn v3 commit", request, 3)
         if ended is not None and ended.error_code == 0:
             wait_for_state(p, tid, "CompleteCommit")
@@ -801,27 +815,6 @@ def authz_transactions(p: Probe) -> None:
                 deny(user, TXN_ID, tid, WRITE) + deny(user, TOPIC, user, WRITE, prefixed=True),
             ),
         ],
-    )
-
-
-def add_partitions(producer: Producer, parts: list[tuple[str, list[int]]]) -> Any:
-    return add_partitions_to_txn.AddPartitionsToTxnRequest(
-        v3_and_below_transactional_id=producer.tid,
-        v3_and_below_producer_id=producer.producer_id,
-        v3_and_below_producer_epoch=producer.epoch,
-        v3_and_below_topics=[
-            add_partitions_to_txn.AddPartitionsToTxnTopic(name=name, partitions=indexes)
-            for name, indexes in parts
-        ],
-    )
-
-
-def end_request(producer: Producer) -> Any:
-    return end_txn.EndTxnRequest(
-        transactional_id=producer.tid,
-        producer_id=producer.producer_id,
-        producer_epoch=producer.epoch,
-        committed=True,
     )
 
 

@@ -142,7 +142,7 @@ def secured_pair(work_dir: Path, artifacts: Path, target: str) -> Iterator[Secur
     started: list[tuple[str, Any]] = []
     problems: list[str] = []
     try:
-        for label, kind in (("secured-kafka", "kafka"), (f"secured-{target}", target)):
+        for label, kind in (("secured-reference-kafka", "kafka"), (f"secured-{target}", target)):
             broker = _create(kind, work_dir / label, credentials)
             started.append((label, broker))
             broker.start()

@@ -16,14 +16,16 @@ class DifferentialSuite(PytestSuite):
     title = "Differential against Apache Kafka"
     summary = (
         "raw-protocol scenarios against Kafka and kpybroker: error codes, ApiVersions, "
-        "metadata, offsets, group states, config defaults"
+        "metadata, offsets, group states, config defaults, SASL and ACLs"
     )
     what = (
         "the same raw-protocol scenarios against a fresh Apache Kafka (KRaft, one node) and "
         "kpybroker, comparing error codes for bad requests (unknown topic, invalid partition "
         "count, out-of-range offset, oversized batch, bad CRC, wrong generation...), ApiVersions "
         "ranges, metadata shape, offsets after each step, group states and DescribeConfigs "
-        "defaults; differences fail unless allowlisted with a reason"
+        "defaults, and, against a second pair secured alike (TLS, SASL, ACLs), each SASL step "
+        "and every API refused, allowed and refused again by ACLs; differences fail unless "
+        "allowlisted with a reason"
     )
     needs_reference = True
     # kpybroker gets the settings the reference Kafka runs with, so that
