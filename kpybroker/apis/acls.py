@@ -179,7 +179,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
     errors = await ctx.services.acls.create(bindings)
     return CreateAclsResponse(
         results=[
-            AclCreationResult(ErrorCode.NONE, None)
+            AclCreationResult(ErrorCode.NONE, "")  # Kafka's success carries an empty message
             if error is None
             else AclCreationResult(error[0], error[1])
             for error in errors

@@ -176,8 +176,19 @@ class FetchPlan:
             for fp in topic.partitions:
                 unique[(topic.topic_id, topic.topic, fp.partition)] = Wanted(topic, name, fp)
         wanted, refused = [], []
-        readable = self._readable(unique.values())
-        for want in unique.values():
+        candidates = list(unique.values())
+        if not self.from_follower:
+            # A consumer's unknown topic ids are refused before anything is asked about the
+            # rest, and answered first (Kafka's two passes); a follower's keep their place.
+            unknown = ErrorCode.UNKNOWN_TOPIC_ID
+            refused = [
+                (w, erroneous_answer(w.fetch.partition, unknown))
+                for w in candidates
+                if w.name is None
+            ]
+            candidates = [w for w in candidates if w.name is not None]
+        readable = self._readable(candidates)
+        for want in candidates:
             index = want.fetch.partition
             if readable is not None and want.name not in readable:
                 denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -199,11 +210,7 @@ class FetchPlan:
         if self.ctx.services.authorizer is None:
             return None
         names = {want.name for want in wanted if want.name is not None}
-        readable: set[str | None] = set(
-            self.ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC, names)
-        )
-        readable.add(None)  # an unknown topic id is UNKNOWN_TOPIC_ID, never asked about
-        return readable
+        return set(self.ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC, names))
 
     def run(self) -> list[FetchableTopicResponse]:
         remaining = min(self.request.max_bytes, self.quota_bytes)

@@ -60,8 +60,9 @@ async def handle_describe_user_scram_credentials(
         denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         return DescribeUserScramCredentialsResponse(
             error_code=denied,
+            error_message=None,
             results=[
-                DescribeUserScramCredentialsResult(user="", error_code=denied)
+                DescribeUserScramCredentialsResult(user="", error_code=denied, error_message=None)
                 for _ in request.users or ()
             ],
         )

@@ -250,10 +250,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """
         authenticator = self.authenticator
         assert authenticator is not None
+        now = time.monotonic()
         if authenticator.complete:
-            if authenticator.wants_reauthentication(frame):
-                authenticator.begin_reauthentication()
-            elif authenticator.session_expired(time.monotonic()):
+            if authenticator.wants_reauthentication(frame, now):
+                authenticator.begin_reauthentication(now)
+            elif authenticator.session_expired(now):
                 raise CloseConnection("its SASL session expired without re-authentication")
             else:
                 return True

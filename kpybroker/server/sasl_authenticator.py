@@ -11,12 +11,17 @@ the step has one) and the close for ``connection.failed.authentication.delay.ms`
 so that guessing passwords is slow, and logs one line with the client's
 address. :class:`AuthFailure` carries that answer and the reason for the log.
 
-After success the connection serves requests as that principal. A client that
-authenticated with SaslAuthenticate v1 or later may authenticate again on the
-same connection (KIP-368): a SaslHandshake arriving later starts it, with the
-same mechanism and the same principal required. The session lifetime sent back
-is ``connections.max.reauth.ms`` or the credential's remaining life, whichever
-is shorter; past it the connection serves nothing but re-authentication.
+After success the connection serves requests as that principal. When the
+session has a lifetime (``connections.max.reauth.ms``, or the credential's
+remaining life, whichever is shorter; SaslAuthenticate v1+ tells the client),
+a SaslHandshake arriving later, at most one a second, starts a new
+authentication on the same connection (KIP-368), with the same mechanism and
+the same principal required; past the lifetime the connection serves nothing
+but that. Without a lifetime a later SaslHandshake goes to its handler, which
+answers ILLEGAL_SASL_STATE, as Kafka does.
+
+A request other than SaslAuthenticate in the middle of an exchange is answered
+with that API's error response (ILLEGAL_SASL_STATE), and the attempt fails.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from kpybroker.protocol.framing import (
     response_header,
 )
 from kpybroker.protocol.messages import SCHEMAS
+from kpybroker.protocol.messages.metadata import MetadataResponseTopic
 from kpybroker.protocol.messages.sasl_authenticate import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -55,6 +61,9 @@ log = logging.getLogger(__name__)
 
 SASL_HANDSHAKE_KEY = 17
 SASL_AUTHENTICATE_KEY = 36
+METADATA_KEY = 3
+#: Kafka's ``MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS``: the least time between two starts.
+MIN_REAUTH_INTERVAL_S = 1.0
 _MAX_SASL_HANDSHAKE_VERSION = 1
 _MAX_SASL_AUTHENTICATE_VERSION = 2
 
@@ -92,10 +101,9 @@ class SaslAuthenticator:
         self.principal: KafkaPrincipal | None = None
         #: Kafka frames around the tokens (handshake v1+) or bare tokens (v0).
         self.framed_tokens = True
-        #: The client sent SaslAuthenticate v1+, so it knows to re-authenticate (KIP-368).
-        self.client_reauthenticates = False
         #: ``time.monotonic()`` past which the session serves only re-authentication.
         self.session_expiry: float | None = None
+        self._last_reauthentication = float("-inf")
         self._previous: tuple[str, KafkaPrincipal] | None = None  # while re-authenticating
         self._bad_mechanism_message = ""
 
@@ -110,19 +118,23 @@ class SaslAuthenticator:
     def session_expired(self, now: float) -> bool:
         return self.session_expiry is not None and now >= self.session_expiry
 
-    def wants_reauthentication(self, frame: bytearray) -> bool:
+    def wants_reauthentication(self, frame: bytearray, now: float) -> bool:
         """Whether this frame, on an authenticated connection, starts a re-authentication:
-        a SaslHandshake from a client that said it can (Kafka's
-        ``maybeBeginServerReauthentication``). Others' handshakes go to the handler."""
-        if not (self.complete and self.client_reauthenticates):
+        a SaslHandshake on a session with a lifetime, not within a second of the last
+        start (Kafka's ``maybeBeginServerReauthentication``). Other handshakes go to the
+        handler."""
+        if not self.complete or self.session_expiry is None:
+            return False
+        if now - self._last_reauthentication < MIN_REAUTH_INTERVAL_S:
             return False
         try:
             return peek_api(frame)[0] == SASL_HANDSHAKE_KEY
         except DecodeError:
             return False
 
-    def begin_reauthentication(self) -> None:
+    def begin_reauthentication(self, now: float) -> None:
         assert self.mechanism is not None and self.principal is not None
+        self._last_reauthentication = now
         self._previous = (self.mechanism, self.principal)
         self.state = _State.HANDSHAKE
         self.server = None
@@ -208,9 +220,10 @@ class SaslAuthenticator:
     async def _authenticate_request(self, frame: bytearray) -> list[Any]:
         api_key, api_version, correlation_id = peek_api(frame)
         if api_key != SASL_AUTHENTICATE_KEY:
-            # Kafka answers with that request's own error response; we close without one.
             raise AuthFailure(
-                f"Unexpected Kafka request of type {_api_name(api_key)} during SASL authentication."
+                f"Unexpected Kafka request of type {_api_name(api_key)} during SASL "
+                "authentication.",
+                _out_of_turn_answer(frame, api_key, api_version, correlation_id),
             )
         if api_version > _MAX_SASL_AUTHENTICATE_VERSION:
             raise DecodeError(
@@ -218,8 +231,6 @@ class SaslAuthenticator:
             )
         header = parse_request_header(frame)
         request, _ = SaslAuthenticateRequest.decode(frame, header.body_offset, api_version)
-        if api_version > 0:
-            self.client_reauthenticates = True
         try:
             token = await self._evaluate(request.auth_bytes)
         except SaslAuthenticationError as exc:
@@ -289,6 +300,36 @@ class SaslAuthenticator:
             self.session_expiry = None
         self.server = None
         return lifetime_ms
+
+
+def _out_of_turn_answer(
+    frame: bytearray, api_key: int, api_version: int, correlation_id: int
+) -> list[Any] | None:
+    """The error response of a request that came in the middle of a SASL exchange (Kafka's
+    ``getErrorResponse`` with ILLEGAL_SASL_STATE); None where it cannot even be parsed."""
+    module = SCHEMAS[api_key]
+    low, high = module.VERSIONS
+    if not low <= api_version <= high:
+        return None
+    header = parse_request_header(frame)
+    request, _ = getattr(module, module.NAME + "Request").decode(
+        frame, header.body_offset, api_version
+    )
+    response = getattr(module, module.NAME + "Response")()
+    if hasattr(response, "error_code"):
+        response.error_code = ErrorCode.ILLEGAL_SASL_STATE
+    if api_key == METADATA_KEY:
+        response.cluster_id = None
+        response.topics = [
+            MetadataResponseTopic(
+                error_code=ErrorCode.ILLEGAL_SASL_STATE,
+                name=topic.name or "",
+                topic_id=topic.topic_id,
+                is_internal=False,
+            )
+            for topic in request.topics or ()
+        ]
+    return _answer(api_key, api_version, correlation_id, response)
 
 
 def _reason(message: str, failure: BaseException) -> str:

@@ -104,6 +104,8 @@ class SecureKpyBroker(KpyBroker):
     def command(self) -> list[str]:
         settings = {
             **server_properties(self.credentials, self.ports),
+            # As the reference Kafka's single-node defaults, so that groups form as fast.
+            "group.initial.rebalance.delay.ms": "0",
             **self.overrides,
             "listeners": ",".join(
                 [f"PLAINTEXT://{self.host}:{self.port}"]

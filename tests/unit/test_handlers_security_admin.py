@@ -83,7 +83,7 @@ def test_create_describe_delete_acls() -> None:
     request = create_acls.CreateAclsRequest(creations=[creation("t"), creation("")])
     results = call(svc, request, 3, ADMIN).results
     assert [(r.error_code, r.error_message) for r in results] == [
-        (ErrorCode.NONE, None),
+        (ErrorCode.NONE, ""),
         (ErrorCode.INVALID_REQUEST, "Invalid empty resource name"),
     ]
     assert authz.authorize(ALICE, "1.2.3.4", AclOperation.READ, ResourceType.TOPIC, "t")

@@ -15,7 +15,7 @@ import pytest
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.framing import decode_response, encode_request
 from kpybroker.protocol.messages.api_versions import ApiVersionsRequest
-from kpybroker.protocol.messages.metadata import MetadataRequest
+from kpybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from kpybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from kpybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from kpybroker.security.listener_security import SaslSettings
@@ -81,7 +81,6 @@ def test_plain_with_handshake_v1_and_authenticate() -> None:
     done = authenticate(auth, PlainSaslClient("alice", "alice-secret").initial_response())
     assert done.error_code == ErrorCode.NONE and done.session_lifetime_ms == 0
     assert auth.complete and auth.principal == KafkaPrincipal.user("alice")
-    assert auth.client_reauthenticates  # SaslAuthenticate v1+
 
 
 def test_scram_exchange_over_authenticate_requests() -> None:
@@ -100,7 +99,7 @@ def test_handshake_v0_then_bare_tokens() -> None:
     handshake(auth, "PLAIN", version=0)
     parts = run(auth.receive(bytearray(b"\0alice\0alice-secret")))
     assert b"".join(parts) == struct.pack(">i", 0)  # an empty challenge, size-prefixed
-    assert auth.complete and not auth.client_reauthenticates
+    assert auth.complete
 
 
 def test_wrong_password_fails_with_kafkas_message_answered_later() -> None:
@@ -152,11 +151,22 @@ def test_a_second_api_versions_after_a_good_one_is_not_answered() -> None:
         run(auth.receive(frame(ApiVersionsRequest(), 0)))
 
 
-def test_a_request_other_than_authenticate_after_the_handshake_fails() -> None:
+def test_a_request_other_than_authenticate_after_the_handshake_gets_its_error_answer() -> None:
     auth = authenticator()
     handshake(auth, "PLAIN")
-    with pytest.raises(AuthFailure, match="during SASL authentication"):
-        run(auth.receive(frame(MetadataRequest(topics=None), 12)))
+    request = MetadataRequest(topics=[MetadataRequestTopic(name="t")])
+    with pytest.raises(AuthFailure, match="during SASL authentication") as failure:
+        run(auth.receive(frame(request, 12)))
+    refused = answer(failure.value.answer, request, 12)
+    assert (refused.cluster_id, refused.controller_id) == (None, -1)
+    assert [(t.name, t.error_code) for t in refused.topics] == [("t", 34)]  # ILLEGAL_SASL_STATE
+    again = SaslHandshakeRequest(mechanism="PLAIN")
+    auth = authenticator()
+    handshake(auth, "PLAIN")
+    with pytest.raises(AuthFailure) as failure:
+        run(auth.receive(frame(again, 1)))
+    twice = answer(failure.value.answer, again, 1)
+    assert (twice.error_code, twice.mechanisms) == (34, [])
 
 
 def test_a_bare_first_token_is_not_taken_for_gssapi() -> None:
@@ -171,18 +181,20 @@ def test_session_lifetime_and_reauthentication() -> None:
     assert done.session_lifetime_ms == 60_000
     assert auth.session_expiry is not None and not auth.session_expired(0)
     again = frame(SaslHandshakeRequest(mechanism="PLAIN"), 1)
-    assert auth.wants_reauthentication(again)
-    auth.begin_reauthentication()
+    assert auth.wants_reauthentication(again, 100.0)
+    auth.begin_reauthentication(100.0)
     assert answer(run(auth.receive(again)), SaslHandshakeRequest(), 1).error_code == 0
     authenticate(auth, PlainSaslClient("alice", "alice-secret").initial_response())
     assert auth.complete and auth.principal == KafkaPrincipal.user("alice")
+    assert not auth.wants_reauthentication(again, 100.5)  # at most one a second
+    assert auth.wants_reauthentication(again, 101.0)
 
 
 def test_reauthentication_may_not_change_the_principal() -> None:
-    auth = authenticator()
+    auth = authenticator(reauth_ms=60_000)
     handshake(auth, "PLAIN")
     authenticate(auth, PlainSaslClient("alice", "alice-secret").initial_response())
-    auth.begin_reauthentication()
+    auth.begin_reauthentication(0.0)
     handshake(auth, "PLAIN")
     request = SaslAuthenticateRequest(
         auth_bytes=PlainSaslClient("bob", "bob-secret").initial_response()
@@ -195,22 +207,22 @@ def test_reauthentication_may_not_change_the_principal() -> None:
 
 
 def test_reauthentication_may_not_change_the_mechanism() -> None:
-    auth = authenticator()
+    auth = authenticator(reauth_ms=60_000)
     handshake(auth, "PLAIN")
     authenticate(auth, PlainSaslClient("alice", "alice-secret").initial_response())
-    auth.begin_reauthentication()
+    auth.begin_reauthentication(0.0)
     assert handshake(auth, "SCRAM-SHA-256").error_code == ErrorCode.NONE  # as Kafka
     with pytest.raises(AuthFailure, match="not supported for re-authentication"):
         authenticate(auth, b"anything")
 
 
 def test_hidden_failures_say_re_authentication_when_re_authenticating() -> None:
-    auth = authenticator()
+    auth = authenticator(reauth_ms=60_000)
     handshake(auth, "SCRAM-SHA-256")
     client = ScramSaslClient(SHA256, "bob", "bob-secret")
     first = authenticate(auth, client.initial_response())
     authenticate(auth, client.evaluate(first.auth_bytes))
-    auth.begin_reauthentication()
+    auth.begin_reauthentication(0.0)
     handshake(auth, "SCRAM-SHA-256")
     request = SaslAuthenticateRequest(auth_bytes=b"n,,n=nobody,r=abc")
     with pytest.raises(AuthFailure) as failure:
@@ -220,8 +232,9 @@ def test_hidden_failures_say_re_authentication_when_re_authenticating() -> None:
     )
 
 
-def test_a_client_that_did_not_announce_reauthentication_is_not_reauthenticated() -> None:
+def test_a_session_without_a_lifetime_is_not_reauthenticated() -> None:
+    """Its later handshakes go to the handler (ILLEGAL_SASL_STATE), as in Kafka."""
     auth = authenticator()
     handshake(auth, "PLAIN", version=0)
     run(auth.receive(bytearray(b"\0alice\0alice-secret")))
-    assert not auth.wants_reauthentication(frame(SaslHandshakeRequest(mechanism="PLAIN"), 1))
+    assert not auth.wants_reauthentication(frame(SaslHandshakeRequest(mechanism="PLAIN"), 1), 9.0)
