@@ -53,6 +53,12 @@ class ListenerSettings:
     gate: ConnectionGate | None = None
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters escaped: a failure's reason may quote what a client
+    sent, and a client must not be able to write lines of its own into the log."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(
         self, services: Services, open_connections: set, settings: ListenerSettings
@@ -235,7 +241,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             principal = self.security.certificate_principal(certificate)
         except ValueError as exc:
-            log.info("Failed authentication with %s (%s)", self.peer, exc)
+            log.info("Failed authentication with %s (%s)", self.peer, printable(str(exc)))
             self.close()
             return False
         if self.authenticator is None:
@@ -276,7 +282,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     async def fail_authentication(self, failure: AuthFailure) -> None:
         """Log once, wait ``connection.failed.authentication.delay.ms``, answer, close."""
-        log.info("Failed authentication with %s (%s)", self.peer, failure)
+        log.info("Failed authentication with %s (%s)", self.peer, printable(str(failure)))
         self.hold_reading("failed")
         await asyncio.sleep(self.security.failed_authentication_delay_ms / 1000)
         if failure.answer is not None and not self.closed:

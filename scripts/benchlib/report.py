@@ -291,7 +291,7 @@ def method_lines(info: RunInfo) -> list[str]:
         "(`listener.name.ssl.ssl.client.auth=required`), SASL PLAIN, SCRAM-SHA-256, "
         "SCRAM-SHA-512 and OAUTHBEARER, and ACLs (`authorizer.class.name="
         "org.apache.kafka.metadata.authorizer.StandardAuthorizer`, "
-        "`allow.everyone.if.no.acl.found=false`). The tools run as `" + USER + "`, an ordinary "
+        f"`allow.everyone.if.no.acl.found=false`). The tools run as `{USER}`, an ordinary "
         "user, so that every request is checked against ACLs: her SCRAM credentials are added "
         "with AlterUserScramCredentials, and PREFIXED ACLs allow her WRITE and READ on topics "
         f"`{TOPIC_PREFIX}*` and READ on groups `{GROUP_PREFIX}*`. Over SSL "

@@ -150,6 +150,11 @@ def record_consumer(
     record_cpu(results, workload, case, broker, cpu_seconds, active, megabytes)
 
 
+def secured_case(listener: Listener, case: ProduceCase) -> str:
+    """Workloads 8 and 9's case: the listener, then workload 1's case."""
+    return f"{listener.label}, {case.label}"
+
+
 @dataclass(frozen=True)
 class Step:
     """One workload run; ``prerequisite`` must have run on the broker first (it makes the data)."""
@@ -208,7 +213,7 @@ class Workloads:
         for listener in listeners:
             for index, case in enumerate(self.plan.secured_cases):
                 topic = f"{TOPIC_PREFIX}{listener.name.lower()}-{index}"
-                name = f"{listener.label}, {case.label}"
+                name = secured_case(listener, case)
                 produce = Step(W8, name, self.secured_producer_step(listener, case, topic))
                 steps.append(produce)
                 steps.append(
@@ -434,7 +439,7 @@ class Workloads:
 
     def secured_producer_step(self, listener: Listener, case: ProduceCase, topic: str) -> StepRun:
         """Workload 1's ProducerPerformance over ``listener``."""
-        name = f"{listener.label}, {case.label}"
+        name = secured_case(listener, case)
 
         def run(broker: Measured, results: Results) -> None:
             result, cpu = self.run_producer(broker, case, topic, listener)
@@ -445,7 +450,7 @@ class Workloads:
     def secured_consumer_step(self, listener: Listener, case: ProduceCase, topic: str) -> StepRun:
         """Workload 2's ConsumerPerformance over ``listener``, reading the producer step's
         topic back."""
-        name = f"{listener.label}, {case.label}"
+        name = secured_case(listener, case)
 
         def run(broker: Measured, results: Results) -> None:
             result, cpu = self.run_consumer(broker, topic, case.records, listener)

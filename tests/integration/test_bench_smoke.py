@@ -26,6 +26,8 @@ WORKLOADS = (
     "5 scale",
     "6 ProducerPerformance, transactional",
     "7 ConsumerPerformance, read_committed",
+    "8 ProducerPerformance, secured",
+    "9 ConsumerPerformance, secured",
 )
 
 
