@@ -29,11 +29,11 @@ import logging
 import ssl
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kpybroker.config import BrokerConfig, ConfigError, Listener, Password
 from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
 from kpybroker.security.sasl.jaas import JaasEntry, parse_login_module
-from kpybroker.security.sasl.jwks import JwksSettings, JwksTokenValidator
 from kpybroker.security.sasl.mechanism import SaslServer
 from kpybroker.security.sasl.oauthbearer import MECHANISM as OAUTHBEARER
 from kpybroker.security.sasl.oauthbearer import OAuthBearerSaslServer, TokenValidator
@@ -43,6 +43,9 @@ from kpybroker.security.sasl.scram_credentials import ScramMechanism
 from kpybroker.security.sasl.unsecured_jws import UnsecuredJwsValidator
 from kpybroker.security.ssl_context import SslSettings, server_context
 from kpybroker.security.ssl_principal import SslPrincipalMapper, principal_name
+
+if TYPE_CHECKING:
+    from kpybroker.security.sasl.jwks import JwksTokenValidator
 
 log = logging.getLogger(__name__)
 
@@ -160,9 +163,12 @@ def _sasl_settings(
         elif scram is not None:
             factories[mechanism] = lambda scram=scram: ScramSaslServer(scram, scram_credentials)
         elif mechanism == OAUTHBEARER:
-            validator = _token_validator(config, listener, entry)
-            if isinstance(validator, JwksTokenValidator):
+            validator: TokenValidator
+            if _validates_with_jwks(config, listener):
+                validator = _jwks_validator(config, listener)
                 validators.append(validator)
+            else:
+                validator = UnsecuredJwsValidator(entry.options)
             factories[mechanism] = lambda validator=validator: OAuthBearerSaslServer(validator)
         else:
             raise ConfigError(
@@ -248,10 +254,16 @@ def _refuse_callback_handler(config: BrokerConfig, listener: Listener, mechanism
         )
 
 
-def _token_validator(config: BrokerConfig, listener: Listener, entry: JaasEntry) -> TokenValidator:
+def _validates_with_jwks(config: BrokerConfig, listener: Listener) -> bool:
+    """Kafka's JWKS validator is configured; otherwise its unsecured one for development."""
     handler = _mechanism_value(config, listener, OAUTHBEARER, "sasl.server.callback.handler.class")
-    if handler != JWKS_VALIDATOR_CLASS:
-        return UnsecuredJwsValidator(entry.options)
+    return handler == JWKS_VALIDATOR_CLASS
+
+
+def _jwks_validator(config: BrokerConfig, listener: Listener) -> JwksTokenValidator:
+    # Imported here: PyJWT and the HTTP client load only on brokers that fetch keys.
+    from kpybroker.security.sasl.jwks import JwksSettings, JwksTokenValidator
+
     settings = JwksSettings.from_config(
         lambda name: _mechanism_value(config, listener, OAUTHBEARER, name)
     )

@@ -28,14 +28,14 @@ import ssl
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
-
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
+from typing import TYPE_CHECKING, TypeVar
 
 from kpybroker.config.core import ConfigError, Password
 from kpybroker.security.key_stores import KeyMaterial, KeyStoreConfig, TrustStoreConfig
 from kpybroker.security.ssl_principal import DEFAULT_MAPPING_RULES
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 log = logging.getLogger(__name__)
 
@@ -329,6 +329,9 @@ def _checks_hostname(algorithm: str | None) -> bool:
 
 
 def _load_trusted(context: ssl.SSLContext, certificates: tuple[x509.Certificate, ...]) -> None:
+    # Imported here, as in key_stores: only a broker with TLS loads cryptography.
+    from cryptography.hazmat.primitives import serialization
+
     der = b"".join(c.public_bytes(serialization.Encoding.DER) for c in certificates)
     context.load_verify_locations(cadata=der)
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cryptography import x509
-
 from kpybroker.config.core import ConfigError, java_trim
 from kpybroker.security.principal import ANONYMOUS
 
@@ -53,6 +51,8 @@ def distinguished_name(certificate_der: bytes) -> str:
     their encoded order, joined by ``+``. The encoded subject is walked directly because Java
     prints some values as the hex of their DER encoding, which ``cryptography`` does not give.
     """
+    from cryptography import x509  # only a broker with TLS loads it (key_stores says why)
+
     subject = x509.load_der_x509_certificate(certificate_der).subject.public_bytes()
     rdns = [
         "+".join(_attribute(ava) for ava in _children(rdn, _SET))
