@@ -18,9 +18,8 @@ Time is a monotonic clock in integer milliseconds (``now_ms``), passed in by the
 
 from __future__ import annotations
 
-from kpybroker.quotas.entity import ClientQuotaEntity
-from kpybroker.quotas.expiring_sensors import SENSOR_EXPIRY_MS, ExpiringSensors
-from kpybroker.quotas.quota_overrides import MetricTags, QuotaOverrides
+from kpybroker.quotas.expiring_sensors import SENSOR_EXPIRY_MS
+from kpybroker.quotas.metered_quotas import MeteredQuotas
 from kpybroker.quotas.sampled_rate import QuotaWindow, SampledRate, throttle_time_ms
 
 #: Java's ``Integer.MAX_VALUE``: ``throttle_time_ms`` is an int32 on the wire.
@@ -30,7 +29,7 @@ INT_MAX = (1 << 31) - 1
 NANOS_TO_PERCENTAGE_PER_SECOND = 100.0 / 1_000_000_000
 
 
-class ClientQuotaManager:
+class ClientQuotaManager(MeteredQuotas[SampledRate]):
     """Kafka's ``ClientQuotaManager`` for one quota type measured as a sampled rate.
 
     ``max_throttle_ms`` caps throttle times: Kafka leaves byte-rate throttles uncapped but
@@ -47,41 +46,10 @@ class ClientQuotaManager:
         sensor_expiry_ms: int = SENSOR_EXPIRY_MS,
         max_sensors: int | None = None,
     ) -> None:
-        self.window = window or QuotaWindow()
-        self._max_throttle_ms = max_throttle_ms
-        self._overrides = QuotaOverrides()
-        rate_window = self.window
-        self._sensors: ExpiringSensors[MetricTags, SampledRate] = ExpiringSensors(
-            lambda: SampledRate(rate_window), expiry_ms=sensor_expiry_ms, max_entries=max_sensors
+        super().__init__(
+            window, SampledRate, sensor_expiry_ms=sensor_expiry_ms, max_sensors=max_sensors
         )
-
-    @property
-    def quotas_enabled(self) -> bool:
-        return self._overrides.enabled
-
-    @property
-    def metered_groups(self) -> int:
-        """How many rates are kept in memory now (one per live metric-tags group)."""
-        return len(self._sensors)
-
-    def update_quota(self, entity: ClientQuotaEntity, bound: float | None) -> None:
-        """Set ``entity``'s quota, or remove it with None (a config change of the entity).
-
-        A change applies at once to the rates already measured, as in Kafka. Once the last
-        quota of this type is removed, every rate is dropped (Kafka keeps them until they
-        expire, unused).
-        """
-        self._overrides.set(entity, bound)
-        if not self._overrides.enabled:
-            self._sensors.clear()
-
-    def configured_quota(self, entity: ClientQuotaEntity) -> float | None:
-        """The bound configured for exactly ``entity``, if any."""
-        return self._overrides.get(entity)
-
-    def quota_for(self, user: str, client_id: str) -> float | None:
-        """The bound that applies to this client (None: unlimited)."""
-        return self._overrides.quota_for(user, client_id)
+        self._max_throttle_ms = max_throttle_ms
 
     def record(self, user: str, client_id: str, value: float, now_ms: int) -> int:
         """Record ``value`` for the client at ``now_ms``; the throttle time in ms (0: none).
@@ -93,7 +61,7 @@ class ClientQuotaManager:
         if not overrides.enabled:
             return 0
         tags = overrides.metric_tags(user, client_id)
-        rate = self._sensors.use(tags, now_ms)
+        rate = self._meters.use(tags, now_ms)
         rate.record(value, now_ms)
         bound = overrides.limit(tags)
         if bound is None:
@@ -113,7 +81,7 @@ class ClientQuotaManager:
         overrides = self._overrides
         if overrides.enabled:
             tags = overrides.metric_tags(user, client_id)
-            self._sensors.use(tags, now_ms).record(-value, now_ms)
+            self._meters.use(tags, now_ms).record(-value, now_ms)
 
     def max_value_in_quota_window(self, user: str, client_id: str) -> int:
         """The largest value one record can have without certainly being throttled:

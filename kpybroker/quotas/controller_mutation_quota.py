@@ -27,9 +27,8 @@ from collections.abc import Callable
 
 from kpybroker.protocol.errors import ErrorCode, KafkaError, default_message
 from kpybroker.quotas.client_quota_manager import INT_MAX
-from kpybroker.quotas.entity import ClientQuotaEntity
-from kpybroker.quotas.expiring_sensors import SENSOR_EXPIRY_MS, ExpiringSensors
-from kpybroker.quotas.quota_overrides import MetricTags, QuotaOverrides
+from kpybroker.quotas.expiring_sensors import SENSOR_EXPIRY_MS
+from kpybroker.quotas.metered_quotas import MeteredQuotas
 from kpybroker.quotas.sampled_rate import QuotaWindow
 from kpybroker.quotas.token_bucket import TokenBucket, bucket_throttle_time_ms
 
@@ -109,7 +108,7 @@ class ControllerMutationQuota:
 UNBOUNDED_QUOTA = ControllerMutationQuota(None, lambda: None, strict=False)
 
 
-class ControllerMutationQuotaManager:
+class ControllerMutationQuotaManager(MeteredQuotas[TokenBucket]):
     """Kafka's ``ControllerMutationQuotaManager``: configured bounds and per-group buckets.
 
     ``window`` is ``controller.quota.window.num`` x ``controller.quota.window.size.seconds``:
@@ -123,28 +122,9 @@ class ControllerMutationQuotaManager:
         sensor_expiry_ms: int = SENSOR_EXPIRY_MS,
         max_sensors: int | None = None,
     ) -> None:
-        self.window = window or QuotaWindow()
-        self._overrides = QuotaOverrides()
-        bucket_window = self.window
-        self._buckets: ExpiringSensors[MetricTags, TokenBucket] = ExpiringSensors(
-            lambda: TokenBucket(bucket_window), expiry_ms=sensor_expiry_ms, max_entries=max_sensors
+        super().__init__(
+            window, TokenBucket, sensor_expiry_ms=sensor_expiry_ms, max_sensors=max_sensors
         )
-
-    @property
-    def quotas_enabled(self) -> bool:
-        return self._overrides.enabled
-
-    def update_quota(self, entity: ClientQuotaEntity, bound: float | None) -> None:
-        """Set ``entity``'s ``controller_mutation_rate``, or remove it with None."""
-        self._overrides.set(entity, bound)
-        if not self._overrides.enabled:
-            self._buckets.clear()
-
-    def configured_quota(self, entity: ClientQuotaEntity) -> float | None:
-        return self._overrides.get(entity)
-
-    def quota_for(self, user: str, client_id: str) -> float | None:
-        return self._overrides.quota_for(user, client_id)
 
     def new_quota(
         self, user: str, client_id: str, api_key: int, api_version: int, now_ms: int
@@ -170,7 +150,7 @@ class ControllerMutationQuotaManager:
         if overrides.limit(tags) is None:
             # Kafka meters the group against a bound of Long.MAX_VALUE, whose bucket never
             # empties and is full as soon as a real bound is set again: no bucket is the same.
-            self._buckets.discard(tags)
+            self._meters.discard(tags)
             return UNBOUNDED_QUOTA
-        bucket = self._buckets.use(tags, now_ms)
+        bucket = self._meters.use(tags, now_ms)
         return ControllerMutationQuota(bucket, lambda: overrides.limit(tags), strict=strict)
