@@ -335,3 +335,24 @@ def test_each_denial_is_logged_once_and_grants_still_work(
     if isinstance(secured, SecureKpyBroker):  # Kafka writes its audit log to a file of its own
         audit = [line for line in secured.log_text().splitlines() if "is Denied operation" in line]
         assert any(f"Topic:LITERAL:{denied['produce']}" in line for line in audit)
+
+
+def test_a_client_cannot_write_lines_of_its_own_into_the_log(
+    secured: ManagedBroker, credentials: Credentials
+) -> None:
+    """A malformed SCRAM message is quoted in the failure's reason; its line breaks are
+    logged escaped, so the forged line never stands on a line of its own."""
+    forged = "ERROR kpybroker forged by the client"
+    with wire(secured) as connection:
+        port = connection.sock.getsockname()[1]
+        assert connection.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1).error_code == 0
+        token = f"alice\n{forged}\r".encode()  # not a client-first message at all
+        answer = connection.call(SaslAuthenticateRequest(auth_bytes=token), 2)
+        assert answer.error_code == 58  # SASL_AUTHENTICATION_FAILED
+        connection.expect_closed()
+    failed_once(secured, port)
+    if isinstance(secured, SecureKpyBroker):
+        (line,) = logged_failures(secured, port)
+        assert "alice\\n" + forged + "\\r" in line
+        assert not any(text.startswith(forged) for text in secured.log_text().splitlines())
+    still_served(secured, credentials)
