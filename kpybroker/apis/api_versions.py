@@ -7,10 +7,13 @@ minimum of 0 be listed. The response always travels with header v0 (see
 protocol/framing.py). A request newer than v4 is answered in dispatch,
 before it gets here.
 
-The one feature is ``transaction.version`` (levels 0-2; 2 is KIP-890's
-epoch bump at every transaction and implicit partition addition), finalized
-at the broker's ``transaction.version`` setting: clients such as Kafka's
-own use version 2 only when it is finalized. A level of 0 is not listed as
+The features: ``transaction.version`` (levels 0-2; 2 is KIP-890's epoch
+bump at every transaction and implicit partition addition), finalized at the
+broker's ``transaction.version`` setting: clients such as Kafka's own use
+version 2 only when it is finalized; and ``group.version`` (levels 0-1; 1 is
+KIP-848's consumer group protocol), finalized at 1 while ``consumer`` is
+among ``group.coordinator.rebalance.protocols``, when ConsumerGroupHeartbeat
+and ConsumerGroupDescribe are advertised too. A level of 0 is not listed as
 finalized, as in Kafka.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from kpybroker.apis.consumer_group import consumer_protocol_enabled
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import REGISTRY, api
 from kpybroker.protocol.errors import ErrorCode
@@ -41,10 +45,18 @@ MIN_LEVEL_0_FROM = 4
 FINALIZED_FEATURES_EPOCH = 0
 
 
-def advertised_versions() -> list[ApiVersion]:
+GROUP_VERSION = "group.version"
+#: The levels of ``group.version`` this broker implements.
+GROUP_VERSION_LEVELS = (0, 1)
+#: The APIs of ``group.version`` 1, advertised only while it is finalized.
+CONSUMER_PROTOCOL_APIS = frozenset({68, 69})
+
+
+def advertised_versions(excluded: frozenset[int] = frozenset()) -> list[ApiVersion]:
     return [
         ApiVersion(spec.key, spec.advertised_min, spec.max_version)
         for spec in sorted(REGISTRY.values(), key=lambda s: s.key)
+        if spec.key not in excluded
     ]
 
 
@@ -58,13 +70,24 @@ async def handle_api_versions(
     ):
         # Kafka's error response lists no APIs; librdkafka then retries with v0.
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=advertised_versions())
+    consumer_protocol = consumer_protocol_enabled(ctx)
+    excluded = frozenset() if consumer_protocol else CONSUMER_PROTOCOL_APIS
+    response = ApiVersionsResponse(
+        error_code=ErrorCode.NONE, api_keys=advertised_versions(excluded)
+    )
     if ctx.api_version >= FEATURES_FROM:
-        low, high = TRANSACTION_VERSION_LEVELS
-        if low > 0 or ctx.api_version >= MIN_LEVEL_0_FROM:
-            response.supported_features = [SupportedFeatureKey(TRANSACTION_VERSION, low, high)]
-        level = ctx.services.config().get(TRANSACTION_VERSION)
-        if level:
-            response.finalized_features = [FinalizedFeatureKey(TRANSACTION_VERSION, level, level)]
+        finalized = {
+            GROUP_VERSION: 1 if consumer_protocol else 0,
+            TRANSACTION_VERSION: ctx.services.config().get(TRANSACTION_VERSION),
+        }
+        for name, (low, high) in (
+            (GROUP_VERSION, GROUP_VERSION_LEVELS),
+            (TRANSACTION_VERSION, TRANSACTION_VERSION_LEVELS),
+        ):
+            if low > 0 or ctx.api_version >= MIN_LEVEL_0_FROM:
+                response.supported_features.append(SupportedFeatureKey(name, low, high))
+            level = finalized[name]
+            if level:
+                response.finalized_features.append(FinalizedFeatureKey(name, level, level))
         response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH
     return response

@@ -2,15 +2,15 @@
 
 DescribeGroups versions: 1 throttle time; 2 the same; 3 may ask for the
 authorized operations; 4 returns group.instance.id; 5 is flexible. A group
-this coordinator does not know is described as Dead with no error (v6's
-GROUP_ID_NOT_FOUND is not implemented). Member metadata is returned only for
+this coordinator does not know, or a consumer (KIP-848) group, is described as
+Dead with no error, as Kafka does (v6's GROUP_ID_NOT_FOUND is not
+implemented); ConsumerGroupDescribe describes consumer groups. Member metadata is returned only for
 a Stable group, assignments always, both as the members sent them:
 kafka-consumer-groups decodes them itself.
 
 ListGroups versions: 1 throttle time; 2 the same; 3 is flexible; 4 filters by
-state (case-insensitive) and returns each group's state. v5 (group types,
-KIP-848) is not implemented; Java's admin client then filters by protocol
-type itself.
+state (case-insensitive) and returns each group's state; 5 filters by type
+(classic, consumer; case-insensitive) and returns each group's type.
 
 DeleteGroups versions: 1 the same; 2 is flexible. Only an Empty group can be
 deleted (NON_EMPTY_GROUP otherwise); its offsets go with it, as tombstones in
@@ -75,10 +75,10 @@ async def handle_describe_groups(
     return DescribeGroupsResponse(groups=refused + described)
 
 
-@api(list_groups, 0, 4)
+@api(list_groups, 0, 5)
 async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     sees_all = ctx.authorize_cluster(AclOperation.DESCRIBE, log_if_denied=False)
-    error, groups = ctx.services.groups.list_groups(request.states_filter)
+    error, groups = ctx.services.groups.list_groups(request.states_filter, request.types_filter)
     if not sees_all:
         groups = [
             g

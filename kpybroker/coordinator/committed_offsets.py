@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kpybroker.coordinator.consumer_group import ConsumerGroup
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.group import DEAD, PREPARING_REBALANCE, STABLE, ClassicGroup
 from kpybroker.coordinator.interface import Append, Caller, Effects, Token, coordinator_error
@@ -52,6 +53,9 @@ from kpybroker.protocol.messages.offset_fetch import (
     OffsetFetchResponseTopics,
 )
 from kpybroker.protocol.records import NO_PRODUCER_ID
+
+if TYPE_CHECKING:
+    from kpybroker.coordinator.consumer_group_protocol import ConsumerGroups
 
 # OffsetCommit v9 answers GROUP_ID_NOT_FOUND for a member committing to a group
 # that does not exist; older versions get ILLEGAL_GENERATION.
@@ -116,9 +120,14 @@ def java_length(text: str) -> int:
 
 class OffsetManager:
     def __init__(
-        self, membership: Membership, settings: CoordinatorSettings, clock: Callable[[], int]
+        self,
+        membership: Membership,
+        consumer_groups: ConsumerGroups,
+        settings: CoordinatorSettings,
+        clock: Callable[[], int],
     ) -> None:
         self.membership = membership
+        self.consumer_groups = consumer_groups
         self.settings = settings
         self.clock = clock
         self.offsets = GroupOffsets()
@@ -146,7 +155,7 @@ class OffsetManager:
         except KafkaError as exc:
             out.reply(token, commit_error_response(request, exc.code))
             return
-        if group.state in (STABLE, PREPARING_REBALANCE):
+        if isinstance(group, ClassicGroup) and group.state in (STABLE, PREPARING_REBALANCE):
             # A commit keeps a classic member's session alive.
             member = group.member(request.member_id)
             self.membership.schedule_heartbeat(out, group, member)
@@ -185,10 +194,21 @@ class OffsetManager:
 
         append = out.append(records, appended)
 
-    def group_for_commit(self, caller: Caller, request: OffsetCommitRequest) -> ClassicGroup:
+    def group_for_commit(
+        self, caller: Caller, request: OffsetCommitRequest
+    ) -> ClassicGroup | ConsumerGroup:
         """The group, created when someone outside group management commits to a new one."""
-        group = self.membership.group(request.group_id)
         generation = request.generation_id_or_member_epoch
+        consumer_group = self.consumer_groups.group(request.group_id)
+        if consumer_group is not None:
+            consumer_group.validate_offset_commit(
+                request.member_id,
+                request.group_instance_id,
+                generation,
+                api_version=caller.api_version,
+            )
+            return consumer_group
+        group = self.membership.group(request.group_id)
         if group is None:
             if generation >= 0:
                 if caller.api_version >= GROUP_ID_NOT_FOUND_FROM:
@@ -211,8 +231,16 @@ class OffsetManager:
         partitions with a committed offset.
         """
         group_id = request.group_id
-        group = self.membership.group(group_id)
-        known = group is not None and not group.is_in(DEAD)
+        consumer_group = self.consumer_groups.group(group_id)
+        if consumer_group is not None:
+            try:
+                consumer_group.validate_offset_fetch(request.member_id, request.member_epoch)
+            except KafkaError as exc:
+                return OffsetFetchResponseGroup(group_id=group_id, error_code=exc.code)
+            known = True
+        else:
+            group = self.membership.group(group_id)
+            known = group is not None and not group.is_in(DEAD)
         stored = self.offsets.get(group_id, {}) if known else {}
 
         def answer(
@@ -247,7 +275,9 @@ class OffsetManager:
 
     def delete(self, out: Effects, token: Token, request: OffsetDeleteRequest) -> None:
         """Delete offsets of topics the group does not consume (all of them while Empty)."""
-        group = self.membership.group(request.group_id)
+        group = self.membership.group(request.group_id) or self.consumer_groups.group(
+            request.group_id
+        )
         try:
             if group is None:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
@@ -289,7 +319,7 @@ class OffsetManager:
 
     # -- expiry and replay -----------------------------------------------------------
 
-    def expired(self, group: ClassicGroup, now: int) -> tuple[list[Expired], bool]:
+    def expired(self, group: ClassicGroup | ConsumerGroup, now: int) -> tuple[list[Expired], bool]:
         """The group's expired offsets, and whether none will be left once they go.
 
         Kafka's ``cleanupExpiredOffsets``: offsets of topics the group still
@@ -385,7 +415,10 @@ class OffsetManager:
             self.offsets.discard(record.group, record.topic, record.partition)
             self.pending.discard(record.group, record.topic, record.partition)
             return
-        if self.membership.group(record.group) is None:
+        if (
+            self.membership.group(record.group) is None
+            and self.consumer_groups.group(record.group) is None
+        ):
             self.membership.create_group(record.group)
         value = dataclasses.replace(record.value, record_offset=offset)
         if producer_id == NO_PRODUCER_ID:

@@ -36,6 +36,10 @@ class CoordinatorSettings:
     offsets_topic_compression: int = broker_setting("offsets.topic.compression.codec")
     offsets_load_buffer_bytes: int = broker_setting("offsets.load.buffer.size")
     offsets_commit_timeout_ms: int = broker_setting("offsets.commit.timeout.ms")
+    consumer_assignors: tuple[str, ...] = broker_setting("group.consumer.assignors", tuple)
+    consumer_session_timeout_ms: int = broker_setting("group.consumer.session.timeout.ms")
+    consumer_heartbeat_interval_ms: int = broker_setting("group.consumer.heartbeat.interval.ms")
+    consumer_max_size: int = broker_setting("group.consumer.max.size")
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> CoordinatorSettings:

@@ -23,9 +23,9 @@ shard's methods). Out: ``Effects``, plain data the runner carries out:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, Producer
 from kpybroker.protocol.errors import ErrorCode
@@ -35,6 +35,30 @@ Token = int
 JOIN_TIMER = "join"
 SYNC_TIMER = "sync"
 HEARTBEAT_TIMER = "heartbeat"
+CONSUMER_SESSION_TIMER = "consumer-session"
+CONSUMER_REBALANCE_TIMER = "consumer-rebalance"
+
+
+class TopicImage(NamedTuple):
+    """A topic as a consumer group's assignor sees it."""
+
+    topic_id: bytes
+    name: str
+    partitions: int
+    #: The racks of each partition's replicas, by partition number.
+    racks: tuple[frozenset[str], ...]
+
+
+class TopicsImage(Protocol):
+    """The cluster's topics, read by consumer groups (Kafka's ``MetadataImage``)."""
+
+    def by_name(self, name: str) -> TopicImage | None: ...
+
+    def by_id(self, topic_id: bytes) -> TopicImage | None: ...
+
+    def names(self) -> Iterable[str]: ...
+
+    def is_internal(self, name: str) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)

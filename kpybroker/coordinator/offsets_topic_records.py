@@ -2,8 +2,11 @@
 
 Every key and value is an int16 version followed by the struct of that
 version (classic encoding; value v4 is flexible). Key versions 0 and 1 are an
-``OffsetCommitKey``, version 2 a ``GroupMetadataKey``; the KIP-848 and share
-group keys (3 and up) are not ours and are skipped when read. A null value is
+``OffsetCommitKey``, version 2 a ``GroupMetadataKey``. From 3 on the int16 is a record type
+and the struct is at version 0 (Kafka's ``CoordinatorRecordType``); the
+KIP-848 consumer group types (3, 5, 6, 7, 8) are read and written as
+``ConsumerGroupRecord``; the others (the partition metadata that Kafka 4.1
+retired, regular expressions, share and streams groups) are skipped when read. A null value is
 a tombstone: the offset or the group is deleted.
 
 What is written follows Kafka 3.x/4.x (``GroupCoordinatorRecordHelpers``):
@@ -19,11 +22,38 @@ writes to the partition later commits or aborts them (see ``loader``).
 
 from __future__ import annotations
 
+import enum
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from kpybroker.protocol.messages.consumer_group_current_member_assignment_key import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+)
+from kpybroker.protocol.messages.consumer_group_current_member_assignment_value import (
+    ConsumerGroupCurrentMemberAssignmentValue,
+)
+from kpybroker.protocol.messages.consumer_group_member_metadata_key import (
+    ConsumerGroupMemberMetadataKey,
+)
+from kpybroker.protocol.messages.consumer_group_member_metadata_value import (
+    ConsumerGroupMemberMetadataValue,
+)
+from kpybroker.protocol.messages.consumer_group_metadata_key import ConsumerGroupMetadataKey
+from kpybroker.protocol.messages.consumer_group_metadata_value import ConsumerGroupMetadataValue
+from kpybroker.protocol.messages.consumer_group_target_assignment_member_key import (
+    ConsumerGroupTargetAssignmentMemberKey,
+)
+from kpybroker.protocol.messages.consumer_group_target_assignment_member_value import (
+    ConsumerGroupTargetAssignmentMemberValue,
+)
+from kpybroker.protocol.messages.consumer_group_target_assignment_metadata_key import (
+    ConsumerGroupTargetAssignmentMetadataKey,
+)
+from kpybroker.protocol.messages.consumer_group_target_assignment_metadata_value import (
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
 from kpybroker.protocol.messages.group_metadata_key import GroupMetadataKey
 from kpybroker.protocol.messages.group_metadata_value import GroupMetadataValue
 from kpybroker.protocol.messages.offset_commit_key import OffsetCommitKey
@@ -87,7 +117,68 @@ class GroupRecord:
     value: GroupMetadataValue | None
 
 
-CoordinatorRecord = OffsetRecord | GroupRecord
+class ConsumerGroupRecordType(enum.IntEnum):
+    """Kafka's record types of a consumer group (KIP-848) in ``__consumer_offsets``."""
+
+    GROUP_METADATA = 3
+    MEMBER_METADATA = 5
+    TARGET_ASSIGNMENT_METADATA = 6
+    TARGET_ASSIGNMENT_MEMBER = 7
+    CURRENT_MEMBER_ASSIGNMENT = 8
+
+
+ConsumerGroupValue = (
+    ConsumerGroupMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
+)
+
+# record type -> (key class, value class, whether the key names a member)
+_CONSUMER_GROUP_CODECS: dict[int, tuple[Any, Any, bool]] = {
+    ConsumerGroupRecordType.GROUP_METADATA: (
+        ConsumerGroupMetadataKey,
+        ConsumerGroupMetadataValue,
+        False,
+    ),
+    ConsumerGroupRecordType.MEMBER_METADATA: (
+        ConsumerGroupMemberMetadataKey,
+        ConsumerGroupMemberMetadataValue,
+        True,
+    ),
+    ConsumerGroupRecordType.TARGET_ASSIGNMENT_METADATA: (
+        ConsumerGroupTargetAssignmentMetadataKey,
+        ConsumerGroupTargetAssignmentMetadataValue,
+        False,
+    ),
+    ConsumerGroupRecordType.TARGET_ASSIGNMENT_MEMBER: (
+        ConsumerGroupTargetAssignmentMemberKey,
+        ConsumerGroupTargetAssignmentMemberValue,
+        True,
+    ),
+    ConsumerGroupRecordType.CURRENT_MEMBER_ASSIGNMENT: (
+        ConsumerGroupCurrentMemberAssignmentKey,
+        ConsumerGroupCurrentMemberAssignmentValue,
+        True,
+    ),
+}
+# Keys and values of these record types are at version 0.
+MODERN_RECORD_VERSION = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRecord:
+    """One KIP-848 consumer group record; ``member_id`` is "" for group-wide types and
+    ``value`` None is a tombstone."""
+
+    record_type: ConsumerGroupRecordType
+    group: str
+    member_id: str
+    value: ConsumerGroupValue | None
+
+
+CoordinatorRecord = OffsetRecord | GroupRecord | ConsumerGroupRecord
 
 
 def _versioned(version: int, message: object) -> bytes:
@@ -96,6 +187,8 @@ def _versioned(version: int, message: object) -> bytes:
 
 def encode_record(record: CoordinatorRecord) -> NewRecord:
     """The log record (key, value) for ``record``."""
+    if isinstance(record, ConsumerGroupRecord):
+        return _encode_consumer_group(record)
     if isinstance(record, OffsetRecord):
         key = _versioned(
             OFFSET_KEY_WRITTEN, OffsetCommitKey(record.group, record.topic, record.partition)
@@ -104,6 +197,15 @@ def encode_record(record: CoordinatorRecord) -> NewRecord:
     key = _versioned(GROUP_KEY_VERSION, GroupMetadataKey(record.group))
     value = None if record.value is None else _versioned(GROUP_VALUE_WRITTEN, record.value)
     return NewRecord(key, value)
+
+
+def _encode_consumer_group(record: ConsumerGroupRecord) -> NewRecord:
+    key_class, _, with_member = _CONSUMER_GROUP_CODECS[record.record_type]
+    fields = (record.group, record.member_id) if with_member else (record.group,)
+    key = _VERSION.pack(record.record_type) + key_class(*fields).encode_bytes(MODERN_RECORD_VERSION)
+    if record.value is None:
+        return NewRecord(key, None)
+    return NewRecord(key, _versioned(MODERN_RECORD_VERSION, record.value))
 
 
 def _encode_offset(value: OffsetAndMetadata) -> bytes:
@@ -131,13 +233,25 @@ def decode_record(key: bytes | None, value: bytes | None) -> CoordinatorRecord |
         return OffsetRecord(k.group, k.topic, k.partition, _decode_offset(value))
     if version == GROUP_KEY_VERSION:
         g, _ = GroupMetadataKey.decode(key, _VERSION.size, version)
-        return GroupRecord(g.group, None if value is None else _decode_versioned(value))
-    return None
+        return GroupRecord(
+            g.group, None if value is None else _decode_versioned(GroupMetadataValue, value)
+        )
+    codecs = _CONSUMER_GROUP_CODECS.get(version)
+    if codecs is None:
+        return None
+    key_class, value_class, with_member = codecs
+    k, _ = key_class.decode(key, _VERSION.size, MODERN_RECORD_VERSION)
+    return ConsumerGroupRecord(
+        ConsumerGroupRecordType(version),
+        k.group_id,
+        k.member_id if with_member else "",
+        None if value is None else _decode_versioned(value_class, value),
+    )
 
 
-def _decode_versioned(value: bytes) -> GroupMetadataValue:
+def _decode_versioned(message_class: Any, value: bytes) -> Any:
     (version,) = _VERSION.unpack_from(value)
-    message, _ = GroupMetadataValue.decode(value, _VERSION.size, version)
+    message, _ = message_class.decode(value, _VERSION.size, version)
     return message
 
 

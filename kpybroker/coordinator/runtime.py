@@ -40,6 +40,7 @@ from kpybroker.coordinator.partition_runtime import (
     read_partition,
 )
 from kpybroker.coordinator.shard import CoordinatorShard
+from kpybroker.coordinator.topics_image import ClusterTopicsImage
 from kpybroker.metadata.model import ChangeKind, MetadataChange
 from kpybroker.metadata.topic_names import OFFSETS_TOPIC
 from kpybroker.protocol.errors import ErrorCode, KafkaError
@@ -81,6 +82,7 @@ class CoordinatorRuntime(PartitionRuntime[CoordinatorShard]):
     ) -> None:
         super().__init__(offsets_topic(settings), cluster, replicas, topics)
         self.settings = settings
+        self.topics_image = ClusterTopicsImage(cluster)
         self._timers: dict[int, dict[TimerKey, asyncio.TimerHandle]] = {}
 
     async def start(self) -> None:
@@ -90,7 +92,7 @@ class CoordinatorRuntime(PartitionRuntime[CoordinatorShard]):
     # -- the shards' life ---------------------------------------------------------------
 
     def new_shard(self, index: int, leader_epoch: int) -> CoordinatorShard:
-        return CoordinatorShard(index, self.settings)
+        return CoordinatorShard(index, self.settings, self.topics_image)
 
     async def fill(self, shard: CoordinatorShard, plog: object) -> None:
         chunk = self.topic.load_buffer_bytes

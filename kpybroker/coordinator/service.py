@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 from kpybroker.coordinator.committed_offsets import commit_error_response
+from kpybroker.coordinator.consumer_group_protocol import heartbeat_error
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import Caller, Effects, Token
 from kpybroker.coordinator.membership import join_error
@@ -21,6 +22,11 @@ from kpybroker.coordinator.runtime import CoordinatorRuntime
 from kpybroker.coordinator.shard import CoordinatorShard
 from kpybroker.coordinator.transactional_offsets import txn_commit_error_response
 from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.messages.consumer_group_describe import DescribedConsumerGroup
+from kpybroker.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
 from kpybroker.protocol.messages.describe_groups import DescribedGroup
 from kpybroker.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -49,7 +55,8 @@ Event = Callable[[CoordinatorShard, Token], Effects]
 
 
 class GroupCoordinator:
-    """The classic group protocol and committed offsets, for the request handlers."""
+    """The classic and consumer (KIP-848) group protocols and committed offsets, for the
+    request handlers."""
 
     def __init__(
         self,
@@ -139,6 +146,28 @@ class GroupCoordinator:
             lambda error: LeaveGroupResponse(error_code=error),
         )
 
+    # -- KIP-848 consumer groups -----------------------------------------------------
+
+    async def consumer_group_heartbeat(
+        self, caller: Caller, request: ConsumerGroupHeartbeatRequest
+    ) -> ConsumerGroupHeartbeatResponse:
+        if not request.group_id.strip():
+            return heartbeat_error(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        return await self._call(
+            request.group_id,
+            lambda shard, token: shard.consumer_group_heartbeat(token, caller, request),
+            heartbeat_error,
+        )
+
+    def describe_consumer_groups(self, group_ids: Iterable[str]) -> list[DescribedConsumerGroup]:
+        described = []
+        for group_id in group_ids:
+            try:
+                described.append(self.runtime.shard_for(group_id).describe_consumer_group(group_id))
+            except KafkaError as exc:
+                described.append(DescribedConsumerGroup(group_id=group_id, error_code=exc.code))
+        return described
+
     # -- offsets --------------------------------------------------------------------
 
     async def commit_offsets(
@@ -213,12 +242,16 @@ class GroupCoordinator:
                 described.append(DescribedGroup(group_id=group_id, error_code=exc.code))
         return described
 
-    def list_groups(self, states: Iterable[str]) -> tuple[ErrorCode, list[ListedGroup]]:
+    def list_groups(
+        self, states: Iterable[str], types: Iterable[str] = ()
+    ) -> tuple[ErrorCode, list[ListedGroup]]:
         """Every group of every loaded shard; LOAD_IN_PROGRESS while a partition loads."""
         if not self.runtime.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        states = list(states)
-        groups = [g for shard in self.runtime.shards.values() for g in shard.list_groups(states)]
+        states, types = list(states), list(types)
+        groups = [
+            g for shard in self.runtime.shards.values() for g in shard.list_groups(states, types)
+        ]
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.runtime.loading else ErrorCode.NONE
         return error, groups
 

@@ -21,21 +21,34 @@ import time
 from collections.abc import Callable, Iterable
 
 from kpybroker.coordinator.committed_offsets import Expired, OffsetManager
+from kpybroker.coordinator.consumer_group import ConsumerGroup
+from kpybroker.coordinator.consumer_group_protocol import ConsumerGroups, heartbeat_error
+from kpybroker.coordinator.consumer_group_records import group_tombstones
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
-from kpybroker.coordinator.group import DEAD, EMPTY
+from kpybroker.coordinator.group import DEAD, EMPTY, ClassicGroup
 from kpybroker.coordinator.interface import (
+    CONSUMER_REBALANCE_TIMER,
+    CONSUMER_SESSION_TIMER,
     Append,
     Caller,
     Effects,
     TimerKey,
     Token,
+    TopicsImage,
     coordinator_error,
 )
 from kpybroker.coordinator.loader import Logged, LoggedMarker
-from kpybroker.coordinator.membership import Membership
-from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, GroupRecord, OffsetRecord
+from kpybroker.coordinator.membership import Membership, join_error
+from kpybroker.coordinator.offsets_topic_records import (
+    ConsumerGroupRecord,
+    CoordinatorRecord,
+    GroupRecord,
+    OffsetRecord,
+)
 from kpybroker.coordinator.transactional_offsets import TransactionalOffsets
 from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.messages.consumer_group_describe import DescribedConsumerGroup
+from kpybroker.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
 from kpybroker.protocol.messages.describe_groups import DescribedGroup
 from kpybroker.protocol.messages.heartbeat import HeartbeatRequest
@@ -52,6 +65,12 @@ from kpybroker.protocol.messages.sync_group import SyncGroupRequest
 from kpybroker.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kpybroker.protocol.records import NO_PRODUCER_ID
 
+CONSUMER_TIMERS = frozenset({CONSUMER_SESSION_TIMER, CONSUMER_REBALANCE_TIMER})
+
+
+def is_empty(group: ClassicGroup | ConsumerGroup) -> bool:
+    return group.is_empty() if isinstance(group, ConsumerGroup) else group.is_in(EMPTY)
+
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -62,12 +81,14 @@ class CoordinatorShard:
         self,
         partition: int,
         settings: CoordinatorSettings,
+        topics: TopicsImage,
         clock: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self.partition = partition
         self.clock = clock
         self.membership = Membership(settings, clock)
-        self.offsets = OffsetManager(self.membership, settings, clock)
+        self.consumer_groups = ConsumerGroups(settings, clock, topics)
+        self.offsets = OffsetManager(self.membership, self.consumer_groups, settings, clock)
         self.transactions = TransactionalOffsets(self.offsets, settings, clock)
 
     def __repr__(self) -> str:
@@ -77,8 +98,50 @@ class CoordinatorShard:
 
     def join(self, token: Token, caller: Caller, request: JoinGroupRequest) -> Effects:
         out = Effects()
+        consumer_group = self.consumer_groups.group(request.group_id)
+        if consumer_group is not None and not consumer_group.is_empty():
+            # Classic members joining a consumer group (KIP-848's online migration) are
+            # not supported: the group keeps its protocol.
+            out.reply(token, join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+            return out
+        if consumer_group is not None:
+            # An empty consumer group gives its ID to the classic group (its offsets stay).
+            self.consumer_groups.commit(
+                out, request.group_id, group_tombstones(request.group_id), None
+            )
         self.membership.join(out, token, caller, request)
         return out
+
+    def consumer_group_heartbeat(
+        self, token: Token, caller: Caller, request: ConsumerGroupHeartbeatRequest
+    ) -> Effects:
+        out = Effects()
+        before: list[CoordinatorRecord] = []
+        classic = self.membership.group(request.group_id)
+        if classic is not None and request.member_epoch >= 0:
+            if not classic.is_in(EMPTY):
+                out.reply(
+                    token,
+                    heartbeat_error(
+                        ErrorCode.GROUP_ID_NOT_FOUND,
+                        f"Group {request.group_id} is not a consumer group.",
+                    ),
+                )
+                return out
+            # An empty classic group (perhaps only committed offsets) becomes a consumer group.
+            self.membership.groups.pop(request.group_id, None)
+            before.append(GroupRecord(request.group_id, None))
+        self.consumer_groups.heartbeat(out, token, caller, request, before)
+        return out
+
+    def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup:
+        if self.membership.group(group_id) is not None:
+            return DescribedConsumerGroup(
+                group_id=group_id,
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {group_id} is not a consumer group.",
+            )
+        return self.consumer_groups.describe(group_id)
 
     def sync(self, token: Token, request: SyncGroupRequest) -> Effects:
         out = Effects()
@@ -98,8 +161,16 @@ class CoordinatorShard:
     def describe(self, group_id: str) -> DescribedGroup:
         return self.membership.describe(group_id)
 
-    def list_groups(self, states: Iterable[str]) -> list[ListedGroup]:
-        return self.membership.list_groups(states)
+    def list_groups(self, states: Iterable[str], types: Iterable[str] = ()) -> list[ListedGroup]:
+        """ListGroups: states and types compared without case (an empty filter: all)."""
+        states = {s.strip().lower() for s in states}
+        kinds = {t.strip().lower() for t in types}
+        listed = []
+        if not kinds or "classic" in kinds:
+            listed += self.membership.list_groups(states)
+        if not kinds or "consumer" in kinds:
+            listed += self.consumer_groups.list_groups(states)
+        return listed
 
     # -- offsets ------------------------------------------------------------------
 
@@ -139,7 +210,7 @@ class CoordinatorShard:
         for group_id in group_ids:
             result = DeletableGroupResult(group_id=group_id)
             results.append(result)
-            group = self.membership.group(group_id)
+            group = self.membership.group(group_id) or self.consumer_groups.group(group_id)
             try:
                 if group is None:
                     raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
@@ -148,7 +219,10 @@ class CoordinatorShard:
                 result.error_code = exc.code
                 continue
             records += self.offsets.tombstones(group_id)
-            records.append(GroupRecord(group_id, None))
+            if isinstance(group, ConsumerGroup):
+                records += group_tombstones(group_id)
+            else:
+                records.append(GroupRecord(group_id, None))
             deleted.append(result)
         if not records:
             out.reply(token, results)
@@ -169,14 +243,21 @@ class CoordinatorShard:
         """Delete expired offsets, and Empty groups left with none (Kafka's cleanup cycle)."""
         out = Effects()
         now = self.clock()
-        for group in list(self.membership.groups.values()):
+        groups: list[ClassicGroup | ConsumerGroup] = [
+            *self.membership.groups.values(),
+            *self.consumer_groups.groups.values(),
+        ]
+        for group in groups:
             expired, none_left = self.offsets.expired(group, now)
             records: list[CoordinatorRecord] = [
                 OffsetRecord(group.group_id, e.topic, e.partition, None) for e in expired
             ]
-            delete_group = none_left and group.is_in(EMPTY)
+            delete_group = none_left and is_empty(group)
             if delete_group:
-                records.append(GroupRecord(group.group_id, None))
+                if isinstance(group, ConsumerGroup):
+                    records += group_tombstones(group.group_id)
+                else:
+                    records.append(GroupRecord(group.group_id, None))
             if records:
                 out.append(records, self.expiry_done(group.group_id, expired, delete_group))
         return out
@@ -188,8 +269,8 @@ class CoordinatorShard:
             if error:
                 return  # the next cycle tries again
             self.offsets.remove_expired(group_id, expired)
-            group = self.membership.group(group_id)
-            if delete_group and group is not None and group.is_in(EMPTY):
+            group = self.membership.group(group_id) or self.consumer_groups.group(group_id)
+            if delete_group and group is not None and is_empty(group):
                 self.forget_group(group_id)
 
         return appended
@@ -198,13 +279,17 @@ class CoordinatorShard:
         group = self.membership.groups.pop(group_id, None)
         if group is not None:
             group.transition_to(DEAD)
+        self.consumer_groups.forget(group_id)
         self.offsets.remove_group(group_id)
 
     # -- the runner's events --------------------------------------------------------
 
     def timer_fired(self, key: TimerKey, args: tuple[int, ...]) -> Effects:
         out = Effects()
-        self.membership.timer_fired(out, key, args)
+        if key.kind in CONSUMER_TIMERS:
+            self.consumer_groups.timer_fired(out, key, args)
+        else:
+            self.membership.timer_fired(out, key, args)
         return out
 
     def append_written(self, append: Append, base_offset: int) -> None:
@@ -224,6 +309,8 @@ class CoordinatorShard:
         """Apply a record read at ``offset``, from a batch of ``producer_id`` if transactional."""
         if isinstance(record, OffsetRecord):
             self.offsets.replay(record, offset, producer_id)
+        elif isinstance(record, ConsumerGroupRecord):
+            self.consumer_groups.replay(record)
         else:
             self.membership.replay(record)
 
@@ -241,10 +328,16 @@ class CoordinatorShard:
 
     def loaded(self) -> Effects:
         out = Effects()
+        # A classic group that only offsets created, whose ID a consumer group holds, goes.
+        for group_id in self.consumer_groups.groups.keys() & self.membership.groups.keys():
+            if self.membership.groups[group_id].is_in(EMPTY):
+                del self.membership.groups[group_id]
         self.membership.loaded(out)
+        self.consumer_groups.loaded(out)
         return out
 
     def unload(self) -> Effects:
         out = Effects()
         self.membership.unload(out)
+        self.consumer_groups.unload()
         return out

@@ -13,15 +13,29 @@ from __future__ import annotations
 
 import itertools
 import struct
+import uuid
 from collections import deque
 from typing import Any
 
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
-from kpybroker.coordinator.interface import Append, Caller, Effects, SetTimer, TimerKey
+from kpybroker.coordinator.interface import (
+    Append,
+    Caller,
+    Effects,
+    SetTimer,
+    TimerKey,
+    TopicImage,
+)
 from kpybroker.coordinator.offsets_topic_records import CoordinatorRecord, encode_batch
 from kpybroker.coordinator.shard import CoordinatorShard
 from kpybroker.log.partition_log import PartitionLog
 from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+)
+from kpybroker.protocol.messages.consumer_group_heartbeat import (
+    TopicPartitions as HeartbeatTopicPartitions,
+)
 from kpybroker.protocol.messages.consumer_protocol_subscription import (
     ConsumerProtocolSubscription,
 )
@@ -135,13 +149,54 @@ def txn_commit_request(
     )
 
 
+class StaticTopics:
+    """A ``TopicsImage`` of topics a test creates, deletes and grows."""
+
+    def __init__(self, **partitions: int) -> None:
+        self.topics: dict[str, TopicImage] = {}
+        for name, count in partitions.items():
+            self.create(name, count)
+
+    def create(self, name: str, partitions: int, racks: tuple[str, ...] = ()) -> bytes:
+        """Add (or grow) topic ``name``; its ID. ``racks``: each partition's replica rack."""
+        existing = self.topics.get(name)
+        topic_id = existing.topic_id if existing else uuid.uuid5(uuid.NAMESPACE_OID, name).bytes
+        by_partition = tuple(
+            frozenset({racks[p % len(racks)]}) if racks else frozenset() for p in range(partitions)
+        )
+        self.topics[name] = TopicImage(topic_id, name, partitions, by_partition)
+        return topic_id
+
+    def delete(self, name: str) -> None:
+        del self.topics[name]
+
+    def id_of(self, name: str) -> bytes:
+        return self.topics[name].topic_id
+
+    def by_name(self, name: str) -> TopicImage | None:
+        return self.topics.get(name)
+
+    def by_id(self, topic_id: bytes) -> TopicImage | None:
+        return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+
+    def names(self) -> list[str]:
+        return list(self.topics)
+
+    def is_internal(self, name: str) -> bool:
+        return name.startswith("__")
+
+
 class Driver:
     def __init__(
-        self, settings: CoordinatorSettings = SETTINGS, plog: PartitionLog | None = None
+        self,
+        settings: CoordinatorSettings = SETTINGS,
+        plog: PartitionLog | None = None,
+        topics: StaticTopics | None = None,
     ) -> None:
         self.now = START_MS
         self.settings = settings
-        self.shard = CoordinatorShard(0, settings, clock=lambda: self.now)
+        self.topics = topics if topics is not None else StaticTopics()
+        self.shard = CoordinatorShard(0, settings, self.topics, clock=lambda: self.now)
         self.replies: dict[int, Any] = {}
         self.timers: dict[TimerKey, tuple[int, tuple[int, ...]]] = {}
         self.log: list[CoordinatorRecord] = []
@@ -285,6 +340,58 @@ class Driver:
         ]
         assert all(self.replies[s].error_code == 0 for s in syncs), [self.replies[s] for s in syncs]
         return generation, ids
+
+    def consumer_heartbeat(
+        self,
+        member_id: str,
+        epoch: int = 0,
+        *,
+        group: str = "g",
+        topics: list[str] | None = None,
+        regex: str | None = None,
+        owned: dict[str, list[int]] | None = None,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        assignor: str | None = None,
+        rebalance_ms: int | None = None,
+        version: int = 1,
+    ) -> Any:
+        """A ConsumerGroupHeartbeat; its answer. Joining (epoch 0) fills in what must be
+        set unless given: the rebalance timeout and an empty owned list."""
+        if rebalance_ms is None:
+            rebalance_ms = REBALANCE_MS if epoch == 0 else -1
+        if epoch == 0:
+            owned = {} if owned is None else owned
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=group,
+            member_id=member_id,
+            member_epoch=epoch,
+            instance_id=instance_id,
+            rack_id=rack_id,
+            rebalance_timeout_ms=rebalance_ms,
+            subscribed_topic_names=topics,
+            subscribed_topic_regex=regex,
+            server_assignor=assignor,
+            topic_partitions=None
+            if owned is None
+            else [
+                HeartbeatTopicPartitions(topic_id=self.topics.id_of(t), partitions=ps)
+                for t, ps in owned.items()
+            ],
+        )
+        token = self.send(
+            "consumer_group_heartbeat", Caller("client", "/127.0.0.1", version), request
+        )
+        return self.replies[token]
+
+    def assignment_of(self, response: Any) -> dict[str, list[int]] | None:
+        """A heartbeat answer's assignment by topic name (None when it carries none)."""
+        if response.assignment is None:
+            return None
+        names = {t.topic_id: t.name for t in self.topics.topics.values()}
+        return {
+            names[tp.topic_id]: sorted(tp.partitions) for tp in response.assignment.topic_partitions
+        }
 
     def state(self, group: str = "g") -> str:
         return self.shard.describe(group).group_state

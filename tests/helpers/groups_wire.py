@@ -16,6 +16,7 @@ from confluent_kafka import Producer
 
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.framing import decode_response, encode_request
+from kpybroker.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from kpybroker.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from kpybroker.protocol.messages.describe_groups import DescribeGroupsRequest
 from kpybroker.protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -95,6 +96,22 @@ def owners(bootstrap: str, group: str, topic: str) -> tuple[str, dict[int, list[
         if member.member_assignment:
             for p in decode_assignment(member.member_assignment).get(topic, []):
                 owned.setdefault(p, []).append(member.member_id)
+    return described.group_state, owned
+
+
+def consumer_group_owners(
+    bootstrap: str, group: str, topic: str
+) -> tuple[str, dict[int, list[str]]]:
+    """``owners`` for a consumer-protocol group: from ConsumerGroupDescribe (v1), each
+    member's current assignment."""
+    with Wire(bootstrap) as wire:
+        [described] = wire.call(ConsumerGroupDescribeRequest(group_ids=[group]), 1).groups
+    owned: dict[int, list[str]] = {}
+    for member in described.members:
+        for assigned in member.assignment.topic_partitions:
+            if assigned.topic_name == topic:
+                for p in assigned.partitions:
+                    owned.setdefault(p, []).append(member.member_id)
     return described.group_state, owned
 
 

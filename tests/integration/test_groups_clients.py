@@ -1,4 +1,6 @@
-"""Three confluent-kafka and three kafka-python consumers sharing one topic in one group.
+"""Consumers sharing one topic in one group: three confluent-kafka and three kafka-python
+consumers in a classic group, and six confluent-kafka consumers in a consumer group of
+KIP-848's protocol (``group.protocol=consumer``, the assignment computed by the broker).
 
 Each member runs in its own process (this module, run as a script), so that
 one can leave cleanly (SIGTERM: close, LeaveGroup) and one can die silently
@@ -30,7 +32,7 @@ import pytest
 
 from tests.helpers.brokers import BrokerFactory
 from tests.helpers.clients import ConfluentClient
-from tests.helpers.groups_wire import BROKER_OVERRIDES, owners, produce
+from tests.helpers.groups_wire import BROKER_OVERRIDES, consumer_group_owners, owners, produce
 from tests.helpers.process import REPO_ROOT, OutputDrain, wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -51,18 +53,21 @@ def emit(event: dict[str, Any]) -> None:
 def run_confluent(args: argparse.Namespace, stop: threading.Event) -> None:
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": args.bootstrap,
-            "group.id": args.group,
-            "client.id": args.name,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": args.session_ms,
-            "heartbeat.interval.ms": 300,
-            "partition.assignment.strategy": "range",
-        }
-    )
+    config: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "client.id": args.name,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
+    if args.protocol == "consumer":
+        # Session, heartbeat and assignor are the broker's (group.consumer.*).
+        config["group.protocol"] = "consumer"
+    else:
+        config["session.timeout.ms"] = args.session_ms
+        config["heartbeat.interval.ms"] = 300
+        config["partition.assignment.strategy"] = "range"
+    consumer = Consumer(config)
 
     def report(event: str) -> Any:
         return lambda _c, parts: emit(
@@ -131,6 +136,7 @@ def member_main() -> None:
     for name in ("client", "bootstrap", "group", "topic", "name"):
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--session-ms", type=int, default=SESSION_MS)
+    parser.add_argument("--protocol", default="classic")
     args = parser.parse_args()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -173,9 +179,12 @@ class Member:
             yield p, since, end
 
 
-def start_member(client: str, name: str, bootstrap: str, group: str, topic: str) -> Member:
+def start_member(
+    client: str, name: str, bootstrap: str, group: str, topic: str, protocol: str = "classic"
+) -> Member:
     argv = [sys.executable, "-m", "tests.integration.test_groups_clients", "--client", client]
     argv += ["--bootstrap", bootstrap, "--group", group, "--topic", topic, "--name", name]
+    argv += ["--protocol", protocol]
     process = subprocess.Popen(
         argv, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
@@ -198,11 +207,19 @@ def wait_consumed(members: list[Member], expected: set[str], timeout: float) -> 
     )
 
 
-def wait_balanced(bootstrap: str, group: str, topic: str, live: int, timeout: float = 60) -> None:
+def wait_balanced(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    live: int,
+    timeout: float = 60,
+    protocol: str = "classic",
+) -> None:
     """Until the coordinator holds a Stable assignment of every partition, each to one member."""
+    described = consumer_group_owners if protocol == "consumer" else owners
 
     def balanced() -> bool:
-        state, owned = owners(bootstrap, group, topic)
+        state, owned = described(bootstrap, group, topic)
         return (
             state == "Stable"
             and sorted(owned) == list(range(PARTITIONS))
@@ -231,16 +248,32 @@ def members() -> Iterator[list[Member]]:
         member.process.wait(10)
 
 
+@pytest.mark.parametrize(
+    ("protocol", "clients"),
+    [("classic", ("confluent", "kafka-python")), ("consumer", ("confluent", "confluent"))],
+)
 def test_six_members_share_partitions_exactly_once_through_leave_and_death(
-    broker_factory: BrokerFactory, members: list[Member]
+    broker_factory: BrokerFactory, members: list[Member], protocol: str, clients: tuple[str, str]
 ) -> None:
-    broker = broker_factory(BROKER_OVERRIDES)
+    broker = broker_factory(
+        {
+            **BROKER_OVERRIDES,
+            "group.consumer.session.timeout.ms": SESSION_MS,
+            "group.consumer.heartbeat.interval.ms": 300,
+        }
+    )
     topic, group = "shared", "six"
-    ConfluentClient().create_topic(broker.bootstrap, topic, PARTITIONS)
+    bootstrap = broker.bootstrap
+    ConfluentClient().create_topic(bootstrap, topic, PARTITIONS)
     for n in range(3):
-        members.append(start_member("confluent", f"confluent-{n}", broker.bootstrap, group, topic))
-        members.append(start_member("kafka-python", f"kpy-{n}", broker.bootstrap, group, topic))
-    wait_balanced(broker.bootstrap, group, topic, live=6)
+        for client in clients:
+            name = f"{client}-{n}-{len(members)}"
+            members.append(start_member(client, name, bootstrap, group, topic, protocol))
+
+    def wait_stable(live: int) -> None:
+        wait_balanced(bootstrap, group, topic, live, protocol=protocol)
+
+    wait_stable(6)
 
     produced = set()
     for phase in ("before", "leaving"):
@@ -254,7 +287,7 @@ def test_six_members_share_partitions_exactly_once_through_leave_and_death(
             leaver.process.wait(30)
             leaver.ended_at = time.time()
         wait_consumed(members, produced, timeout=60)
-    wait_balanced(broker.bootstrap, group, topic, live=5)
+    wait_stable(5)
 
     # A member dies silently: its partitions move on only after its session times out.
     victim = members[1]
@@ -265,7 +298,7 @@ def test_six_members_share_partitions_exactly_once_through_leave_and_death(
     produce(broker.bootstrap, topic, batch)
     produced |= {v for vs in batch.values() for v in vs}
     wait_consumed(members, produced, timeout=60)
-    wait_balanced(broker.bootstrap, group, topic, live=4)
+    wait_stable(4)
 
     counts = consumed(members)
     assert set(counts) == produced

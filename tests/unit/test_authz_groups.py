@@ -208,7 +208,7 @@ def test_describe_groups_operations_only_when_asked_for() -> None:
     assert open_broker.groups[0].authorized_operations == 3400
 
 
-def listed(states: object) -> tuple[ErrorCode, list[ListedGroup]]:
+def listed(states: object, types: object = ()) -> tuple[ErrorCode, list[ListedGroup]]:
     return ErrorCode.NONE, [ListedGroup(group_id=g, protocol_type="consumer") for g in "abc"]
 
 

@@ -224,7 +224,7 @@ def test_state_is_rebuilt_from_the_log_bytes() -> None:
     d.send("delete_groups", ["never"])
     batch = encode_batch(d.log)
     again = Driver()
-    replayed = again.shard = CoordinatorShard(0, SETTINGS, clock=lambda: again.now)
+    replayed = again.shard = CoordinatorShard(0, SETTINGS, again.topics, clock=lambda: again.now)
     for record in decode_batch(bytes(batch)):
         replayed.replay(record)
     again.apply(replayed.loaded())

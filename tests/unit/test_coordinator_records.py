@@ -76,8 +76,10 @@ def test_tombstones_and_foreign_keys() -> None:
     key, value, *_ = encode_record(GroupRecord("my-group", None))
     assert value is None and decode_record(key, None) == GroupRecord("my-group", None)
     assert decode_record(bytes.fromhex(OFFSET_KEY), None).value is None
-    # Keys 3 and up are KIP-848 and share-group records: not ours, skipped.
-    assert decode_record(b"\x00\x03\x00\x01g", b"\x00\x00") is None
+    # Record types that are not ours (4: the partition metadata Kafka 4.1 retired; 9 and
+    # up: share and streams groups) are skipped.
+    assert decode_record(b"\x00\x04\x00\x01g", b"\x00\x00") is None
+    assert decode_record(b"\x00\x09\x00\x01g", b"\x00\x00") is None
 
 
 def test_a_batch_round_trips() -> None:

@@ -178,7 +178,9 @@ def test_group_admin_passes_through_the_coordinator() -> None:
     async def delete(names: list[str]) -> list:
         return [delete_groups.DeletableGroupResult(group_id=n, error_code=69) for n in names]
 
-    groups = FakeGroups(delete_groups=delete, list_groups=lambda states: (ErrorCode.NONE, []))
+    groups = FakeGroups(
+        delete_groups=delete, list_groups=lambda states, types=(): (ErrorCode.NONE, [])
+    )
     deleted = call(
         services(groups=groups), delete_groups.DeleteGroupsRequest(groups_names=["x"]), 2
     )

@@ -35,7 +35,7 @@ from kpybroker.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitResponseTopic,
 )
 from kpybroker.protocol.records import iter_batches
-from tests.helpers.coordinator_driver import SETTINGS, Driver, txn_commit_request
+from tests.helpers.coordinator_driver import SETTINGS, Driver, StaticTopics, txn_commit_request
 from tests.helpers.fake_services import (
     FakeGroups,
     FakeTopics,
@@ -293,7 +293,7 @@ def reload(plog: PartitionLog) -> CoordinatorShard:
     """A new coordinator of the partition, loaded from its log as the runtime does."""
 
     async def load() -> CoordinatorShard:
-        shard = CoordinatorShard(0, SETTINGS)
+        shard = CoordinatorShard(0, SETTINGS, StaticTopics())
         async for entries in read_partition(plog, 1 << 20, decode_logged_batch):
             shard.replay_logged(entries)
         return shard
@@ -441,7 +441,7 @@ def test_the_service_checks_the_group_id_and_routes_markers_to_loaded_shards() -
             == ErrorCode.COORDINATOR_NOT_AVAILABLE
         )
         coordinator.runtime.active = True
-        shard = coordinator.runtime.shards[0] = CoordinatorShard(0, SETTINGS)
+        shard = coordinator.runtime.shards[0] = CoordinatorShard(0, SETTINGS, StaticTopics())
         assert await coordinator.complete_transaction(1, PID, 0, True) == ErrorCode.NOT_COORDINATOR
         assert await coordinator.complete_transaction(0, PID, 0, True) == ErrorCode.NONE
         assert shard.offsets.offsets == {}

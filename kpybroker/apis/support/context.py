@@ -126,7 +126,8 @@ class TopicAdmin(Protocol):
 
 
 class Groups(Protocol):
-    """The classic group coordinator (``kpybroker.coordinator.service``)."""
+    """The group coordinator (``kpybroker.coordinator.service``): classic and consumer
+    (KIP-848) groups, committed offsets."""
 
     async def ensure_offsets_topic(self) -> None: ...
 
@@ -150,7 +151,13 @@ class Groups(Protocol):
 
     def describe_groups(self, group_ids: Iterable[str]) -> list[Any]: ...
 
-    def list_groups(self, states: Iterable[str]) -> tuple[ErrorCode, list[Any]]: ...
+    def list_groups(
+        self, states: Iterable[str], types: Iterable[str] = ()
+    ) -> tuple[ErrorCode, list[Any]]: ...
+
+    async def consumer_group_heartbeat(self, caller: Caller, request: Any) -> Any: ...
+
+    def describe_consumer_groups(self, group_ids: Iterable[str]) -> list[Any]: ...
 
     async def delete_groups(self, group_ids: list[str]) -> list[Any]: ...
 

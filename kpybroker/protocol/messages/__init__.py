@@ -49,6 +49,8 @@ from kpybroker.protocol.messages import describe_cluster
 from kpybroker.protocol.messages import describe_producers
 from kpybroker.protocol.messages import describe_transactions
 from kpybroker.protocol.messages import list_transactions
+from kpybroker.protocol.messages import consumer_group_heartbeat
+from kpybroker.protocol.messages import consumer_group_describe
 from kpybroker.protocol.messages import list_config_resources
 from kpybroker.protocol.messages import describe_topic_partitions
 
@@ -100,6 +102,8 @@ SCHEMAS = {
     61: describe_producers,
     65: describe_transactions,
     66: list_transactions,
+    68: consumer_group_heartbeat,
+    69: consumer_group_describe,
     74: list_config_resources,
     75: describe_topic_partitions,
 }
