@@ -119,6 +119,8 @@ class PartitionRuntime(abc.ABC, Generic[S]):
         self._tasks: set[asyncio.Future] = set()
         self._passes: set[asyncio.TimerHandle] = set()
         self._create_lock = asyncio.Lock()
+        #: Why the topic could not be created last time (logged when it changes).
+        self._creation_refused: str | None = None
 
     # -- what a subclass provides --------------------------------------------------------
 
@@ -258,8 +260,15 @@ class PartitionRuntime(abc.ABC, Generic[S]):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
         try:
             await self.ensure_topic()
-        except KafkaError:
+        except KafkaError as exc:
+            # Kafka logs this as an ERROR at each attempt; once per reason is enough to
+            # explain why clients keep hearing COORDINATOR_NOT_AVAILABLE.
+            reason = str(exc)
+            if reason != self._creation_refused:
+                self._creation_refused = reason
+                log.warning("cannot create %s: %s", self.topic.name, reason)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
+        self._creation_refused = None
         leader = self.leader_of(key)
         if leader is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
