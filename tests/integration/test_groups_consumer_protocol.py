@@ -8,7 +8,9 @@ coordinator, no partition is ever in two members' current assignments.
 kafka-consumer-groups.sh describes the group (members, epochs, current and
 target assignments) and lists it with its type. A broker killed and
 restarted keeps the group: its epoch, members and assignments come back from
-``__consumer_offsets`` and the member carries on without rejoining.
+``__consumer_offsets`` and the member carries on without rejoining. In a
+cluster of three, killing the group's coordinator moves the group with its
+``__consumer_offsets`` partition, members and assignments unchanged.
 """
 
 from __future__ import annotations
@@ -26,13 +28,22 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 
+from kpybroker.coordinator.partitioning import partition_for
 from tests.helpers.brokers import BrokerFactory
 from tests.helpers.clients import ConfluentClient
 from tests.helpers.groups_wire import BROKER_OVERRIDES, consumer_group_owners, produce
 from tests.helpers.java import java_command
 from tests.helpers.process import OutputDrain, ToolRunner, wait_until
+from tests.helpers.replication_cluster import (
+    FAST_FAILOVER,
+    ReplicatedCluster,
+    cluster,
+    wait_for,
+    zookeeper,
+)
 
 pytestmark = pytest.mark.timeout(240)
+__all__ = ["cluster", "zookeeper"]  # fixtures
 
 PARTITIONS = 6
 SESSION_MS = 3000
@@ -256,3 +267,70 @@ def described(bootstrap: str, group: str) -> tuple[Any, ...]:
             for m in group_.members
         ),
     )
+
+
+CLUSTER_OVERRIDES = {
+    "group.consumer.session.timeout.ms": 20_000,
+    "group.consumer.heartbeat.interval.ms": 500,
+}
+
+
+@pytest.mark.parametrize("cluster", [CLUSTER_OVERRIDES], indirect=True)
+def test_a_consumer_group_moves_with_its_coordinator(cluster: ReplicatedCluster) -> None:
+    """Three brokers, RF 3: the group's coordinator is killed; the broker that takes over
+    its ``__consumer_offsets`` partition has the group from the replicated records, and the
+    members go on consuming with the member IDs and partitions they had."""
+    topic, group = "failover-848", "failover-848-group"
+    cluster.create_topic(topic, PARTITIONS, 3)
+    # __consumer_offsets, made while all three brokers are up (offsets.topic.replication.factor).
+    admin = cluster.admin()
+    admin.describe_consumer_groups([group])[group].result(30)
+    offsets_partitions = FAST_FAILOVER["offsets.topic.num.partitions"]
+    cluster.wait_for_full_isr("__consumer_offsets", offsets_partitions, timeout=60)
+    consumers = [
+        Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+            }
+        )
+        for _ in range(2)
+    ]
+    for consumer in consumers:
+        consumer.subscribe([topic])
+    seen: Counter[str] = Counter()
+
+    def read(expected: set[str]) -> None:
+        deadline = time.monotonic() + 90
+        while not expected <= set(seen) and time.monotonic() < deadline:
+            for consumer in consumers:
+                seen.update(m.value().decode() for m in consumer.consume(50, 0.1) if not m.error())
+        assert expected <= set(seen), (len(expected - set(seen)), cluster.log_tail())
+
+    coordinator_partition = partition_for(group, offsets_partitions)
+
+    def coordinator() -> int:
+        return cluster.state("__consumer_offsets", coordinator_partition).leader
+
+    try:
+        first = phase_values("before")
+        produce(cluster.bootstrap, topic, first)
+        read({v for vs in first.values() for v in vs})
+        killed = coordinator()
+        bootstrap = cluster.brokers[killed].bootstrap
+        wait_until(lambda: consumer_group_owners(bootstrap, group, topic)[0] == "Stable", 60)
+        before = described(bootstrap, group)
+        cluster.brokers[killed].kill()
+        wait_for(lambda: coordinator() not in (-1, killed), "a new group coordinator", 60)
+        after_bootstrap = cluster.brokers[coordinator()].bootstrap
+        wait_until(lambda: described(after_bootstrap, group)[0] == "Stable", 60)
+        # Same members, same epochs and assignments: nobody had to rejoin.
+        assert described(after_bootstrap, group) == before
+        second = phase_values("after")
+        produce(cluster.bootstrap, topic, second)
+        read({v for vs in second.values() for v in vs})
+    finally:
+        for consumer in consumers:
+            consumer.close()
