@@ -33,6 +33,7 @@ EMPTY_ASSIGNMENT: Assignment = {}
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
+INITIAL_EPOCH = 1
 # Kafka's first OffsetCommit version for members of consumer groups.
 MEMBER_EPOCH_COMMITS_FROM = 9
 
@@ -121,9 +122,11 @@ class ConsumerGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
+        # A new group starts at epoch 1 with an empty target at epoch 1, so its first
+        # computed assignment is epoch 2 (Kafka 4.3+, KAFKA-20268).
+        self.group_epoch = INITIAL_EPOCH
         self.metadata_hash = 0
-        self.assignment_epoch = 0
+        self.assignment_epoch = INITIAL_EPOCH
         self.members: dict[str, ConsumerMember] = {}
         self.target: dict[str, Assignment] = {}
         self.static_members: dict[str, str] = {}

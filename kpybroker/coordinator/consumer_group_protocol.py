@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-import re
 import struct
 import uuid
 from collections.abc import Callable, Iterable
@@ -41,7 +40,6 @@ from kpybroker.coordinator.consumer_group import (
     STATIC_LEAVE_EPOCH,
     Assignment,
     ConsumerGroup,
-    ConsumerGroupState,
     ConsumerMember,
     MemberState,
 )
@@ -67,6 +65,7 @@ from kpybroker.coordinator.interface import (
 )
 from kpybroker.coordinator.offsets_topic_records import ConsumerGroupRecord, CoordinatorRecord
 from kpybroker.coordinator.reconciliation import reconcile
+from kpybroker.coordinator.topic_regex import compile_topic_regex
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.consumer_group_describe import (
     DescribedConsumerGroup,
@@ -170,8 +169,8 @@ class ConsumerGroups:
                 raise _invalid("TopicPartitions must be empty when (re-)joining.")
             if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
                 raise _invalid(
-                    "Subscription must be provided in first request: either "
-                    "SubscribedTopicNames or SubscribedTopicRegex."
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                    "(re-)joining."
                 )
         elif epoch == STATIC_LEAVE_EPOCH:
             if request.instance_id is None:
@@ -179,7 +178,7 @@ class ConsumerGroups:
         elif epoch < LEAVE_EPOCH:
             raise _invalid("MemberEpoch is invalid.")
         if request.subscribed_topic_regex is not None:
-            _compile(request.subscribed_topic_regex)
+            compile_topic_regex(request.subscribed_topic_regex)
         assignor = request.server_assignor
         if assignor is not None and assignor not in self.assignors:
             raise KafkaError(
@@ -195,9 +194,7 @@ class ConsumerGroups:
         group = self.groups.get(request.group_id)
         if group is None:
             if not joining:
-                raise KafkaError(
-                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found."
-                )
+                raise group_not_found(request.group_id)
             group = ConsumerGroup(request.group_id)
         member_id = request.member_id or _new_member_id()
         records: list[CoordinatorRecord] = []
@@ -389,7 +386,7 @@ class ConsumerGroups:
         return specs
 
     def regex_matches(self, patterns: Iterable[str]) -> set[str]:
-        compiled = [_compile(p) for p in patterns]
+        compiled = [compile_topic_regex(p) for p in patterns]
         return {
             name
             for name in self.topics.names()
@@ -407,28 +404,21 @@ class ConsumerGroups:
     ) -> Assignment:
         """Run the group's assignor; records for the members whose target changed."""
         name = self.preferred_assignor(members.values())
-        regex_names = self.regex_matches(group.regexes() | _regex_of(updated))
-        specs = []
-        for member in members.values():
-            wanted = set(member.subscribed_topic_names)
-            if member.subscribed_topic_regex:
-                wanted |= {
-                    n for n in regex_names if _compile(member.subscribed_topic_regex).fullmatch(n)
-                }
-            ids = {
-                topic.topic_id
-                for n in wanted
-                if (topic := self.topics.by_name(n)) is not None and topic.topic_id in topics
-            }
-            specs.append(
-                MemberSpec(
-                    member.member_id,
-                    frozenset(ids),
-                    member.rack_id,
-                    member.instance_id,
-                    group.target_of(member.member_id),
-                )
+        specs = [
+            MemberSpec(
+                member.member_id,
+                frozenset(
+                    topic_id
+                    for topic_name in self.member_topics(member)
+                    if (topic := self.topics.by_name(topic_name)) is not None
+                    and (topic_id := topic.topic_id) in topics
+                ),
+                member.rack_id,
+                member.instance_id,
+                group.target_of(member.member_id),
             )
+            for member in members.values()
+        ]
         targets = self.assignors[name].assign(specs, topics)
         for member_id, assignment in targets.items():
             if assignment != group.target.get(member_id):
@@ -441,6 +431,13 @@ class ConsumerGroups:
             name,
         )
         return targets.get(updated.member_id, {})
+
+    def member_topics(self, member: ConsumerMember) -> set[str]:
+        """The topics ``member`` subscribes to, by name and by its regular expression."""
+        names = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            names |= self.regex_matches([member.subscribed_topic_regex])
+        return names
 
     def preferred_assignor(self, members: Iterable[ConsumerMember]) -> str:
         """The assignor most members ask for (Kafka's vote), else the configured default."""
@@ -459,7 +456,7 @@ class ConsumerGroups:
     ) -> tuple[ConsumerGroup, list[CoordinatorRecord], ConsumerGroupHeartbeatResponse]:
         group = self.groups.get(request.group_id)
         if group is None:
-            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
+            raise group_not_found(request.group_id)
         member_id, instance_id = request.member_id, request.instance_id
         response = ConsumerGroupHeartbeatResponse(
             member_id=member_id, member_epoch=request.member_epoch
@@ -497,13 +494,13 @@ class ConsumerGroups:
         """Remove the member and bump the group epoch, so that the others rebalance."""
         records: list[CoordinatorRecord] = member_tombstones(group.group_id, member.member_id)
         others = [m for m in group.members.values() if m.member_id != member.member_id]
+        epoch = group.group_epoch + 1
         records.append(
-            epoch_record(
-                group.group_id,
-                group.group_epoch + 1,
-                topics_hash(self.subscribed_topics(others)),
-            )
+            epoch_record(group.group_id, epoch, topics_hash(self.subscribed_topics(others)))
         )
+        if not others:
+            # An empty group has nothing to assign: its target catches up (KAFKA-20442).
+            records.append(target_epoch_record(group.group_id, epoch, self.clock()))
         return records
 
     def fence(self, out: Effects, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
@@ -630,7 +627,6 @@ class ConsumerGroups:
                 group_id=group_id,
                 error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                 error_message=f"Group {group_id} not found.",
-                group_state=ConsumerGroupState.DEAD.value,
             )
         return DescribedConsumerGroup(
             group_id=group_id,
@@ -647,7 +643,7 @@ class ConsumerGroups:
                     client_id=m.client_id,
                     client_host=m.client_host,
                     subscribed_topic_names=list(m.subscribed_topic_names),
-                    subscribed_topic_regex=m.subscribed_topic_regex,
+                    subscribed_topic_regex=m.subscribed_topic_regex or "",
                     assignment=self.described_assignment(m.assigned),
                     target_assignment=self.described_assignment(group.target_of(m.member_id)),
                     member_type=CONSUMER_MEMBER_TYPE,
@@ -679,6 +675,10 @@ class ConsumerGroups:
             for group in self.groups.values()
             if not states or group.state.value.lower() in states
         ]
+
+
+def group_not_found(group_id: str) -> KafkaError:
+    return KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
 
 
 def check_member_epoch(
@@ -729,20 +729,6 @@ def topics_hash(topics: dict[bytes, TopicSpec]) -> int:
             digest.update(",".join(sorted(racks)).encode() + b";")
     (value,) = struct.unpack(">q", digest.digest())
     return value
-
-
-def _compile(pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise KafkaError(
-            ErrorCode.INVALID_REGULAR_EXPRESSION,
-            f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {exc}.",
-        ) from None
-
-
-def _regex_of(member: ConsumerMember) -> set[str]:
-    return {member.subscribed_topic_regex} if member.subscribed_topic_regex else set()
 
 
 def _not_empty(value: str | None, message: str, *, null_too: bool = False) -> None:

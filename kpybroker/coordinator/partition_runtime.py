@@ -249,9 +249,17 @@ class PartitionRuntime(abc.ABC, Generic[S]):
         shard = self.shards.get(index)
         if shard is not None:
             return shard
-        if index in self._loading:
+        if index in self._loading or self._about_to_lead(index):
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         raise KafkaError(ErrorCode.NOT_COORDINATOR)
+
+    def _about_to_lead(self, index: int) -> bool:
+        """Whether the metadata names this broker leader of partition ``index`` before its
+        replica has become leader (FindCoordinator already sends clients here): the shard
+        loads in a moment, so the client should retry here, not look elsewhere."""
+        topic = self.topics.get(self.topic.name)
+        state = topic.partitions.get(index) if topic else None
+        return state is not None and state.leader == self.replicas.broker_id
 
     async def coordinator_of(self, key: str) -> tuple[ErrorCode, int]:
         """(error, broker id) of the live leader of ``key``'s partition (FindCoordinator),

@@ -21,12 +21,12 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
 
 from kpybroker.coordinator.partitioning import partition_for
 from tests.helpers.brokers import BrokerFactory
@@ -240,6 +240,7 @@ def test_a_consumer_group_survives_a_broker_restart(broker_factory: BrokerFactor
         before = described(broker.bootstrap, group)
         broker.kill()  # kill -9: the group comes back from the log alone
         broker.start()
+        wait_until(lambda: described(broker.bootstrap, group)[0] != "", 30)  # loaded
         after = described(broker.bootstrap, group)
         assert after == before
         produce(broker.bootstrap, topic, {0: ["b0"], 1: ["b1"]})
@@ -284,7 +285,7 @@ def test_a_consumer_group_moves_with_its_coordinator(cluster: ReplicatedCluster)
     cluster.create_topic(topic, PARTITIONS, 3)
     # __consumer_offsets, made while all three brokers are up (offsets.topic.replication.factor).
     admin = cluster.admin()
-    admin.describe_consumer_groups([group])[group].result(30)
+    wait_for(lambda: described_by_admin(admin, group), "the group's coordinator", 60)
     offsets_partitions = FAST_FAILOVER["offsets.topic.num.partitions"]
     cluster.wait_for_full_isr("__consumer_offsets", offsets_partitions, timeout=60)
     consumers = [
@@ -302,12 +303,22 @@ def test_a_consumer_group_moves_with_its_coordinator(cluster: ReplicatedCluster)
         consumer.subscribe([topic])
     seen: Counter[str] = Counter()
 
-    def read(expected: set[str]) -> None:
+    def poll_until(done: Callable[[], bool], what: str) -> None:
+        """Poll the consumers (their rebalance callbacks run in poll) until ``done()``."""
         deadline = time.monotonic() + 90
-        while not expected <= set(seen) and time.monotonic() < deadline:
+        while not done() and time.monotonic() < deadline:
             for consumer in consumers:
                 seen.update(m.value().decode() for m in consumer.consume(50, 0.1) if not m.error())
-        assert expected <= set(seen), (len(expected - set(seen)), cluster.log_tail())
+        assert done(), f"{what}\n{cluster.log_tail()}"
+
+    def read(expected: set[str]) -> None:
+        poll_until(lambda: expected <= set(seen), f"{len(expected - set(seen))} records unread")
+
+    def stable_at(bootstrap: str) -> bool:
+        try:
+            return consumer_group_owners(bootstrap, group, topic)[0] == "Stable"
+        except (OSError, ValueError):
+            return False
 
     coordinator_partition = partition_for(group, offsets_partitions)
 
@@ -320,12 +331,12 @@ def test_a_consumer_group_moves_with_its_coordinator(cluster: ReplicatedCluster)
         read({v for vs in first.values() for v in vs})
         killed = coordinator()
         bootstrap = cluster.brokers[killed].bootstrap
-        wait_until(lambda: consumer_group_owners(bootstrap, group, topic)[0] == "Stable", 60)
+        poll_until(lambda: stable_at(bootstrap), "a Stable group")
         before = described(bootstrap, group)
         cluster.brokers[killed].kill()
         wait_for(lambda: coordinator() not in (-1, killed), "a new group coordinator", 60)
         after_bootstrap = cluster.brokers[coordinator()].bootstrap
-        wait_until(lambda: described(after_bootstrap, group)[0] == "Stable", 60)
+        poll_until(lambda: stable_at(after_bootstrap), "a Stable group at the new coordinator")
         # Same members, same epochs and assignments: nobody had to rejoin.
         assert described(after_bootstrap, group) == before
         second = phase_values("after")
@@ -334,3 +345,13 @@ def test_a_consumer_group_moves_with_its_coordinator(cluster: ReplicatedCluster)
     finally:
         for consumer in consumers:
             consumer.close()
+
+
+def described_by_admin(admin: Any, group: str) -> bool:
+    """Whether the admin client could describe ``group`` (its coordinator may still be
+    loading just after ``__consumer_offsets`` was made: the client is told to retry)."""
+    try:
+        admin.describe_consumer_groups([group])[group].result(30)
+    except KafkaException:
+        return False
+    return True

@@ -134,7 +134,7 @@ def test_brokers_replicate_over_sasl_ssl_and_acls_hold_through_a_failover(
     # came before the killed broker's ZooKeeper session expired, else refused (the consumer
     # retries COORDINATOR_NOT_AVAILABLE without a word) until the timeout. Made now, while
     # all three are up, the failover also moves the coordinators the killed broker had.
-    admin.describe_consumer_groups(["alice-readers"])["alice-readers"].result(30)
+    wait_for(lambda: group_described(admin, "alice-readers"), "the group's coordinator", 30)
     wait_for(
         lambda: in_sync("__consumer_offsets", 50),  # offsets.topic.num.partitions
         "every replica of __consumer_offsets in sync",
@@ -238,3 +238,15 @@ def test_a_broker_with_the_wrong_password_cannot_join(
         wait_for(refused, "the peers to refuse the impostor's fetches", 60)
     finally:
         impostor.stop()
+
+
+def group_described(admin: Any, group: str) -> bool:
+    """Whether the admin client could describe ``group``: its coordinator may still be
+    loading just after ``__consumer_offsets`` was made, and the client is told to retry."""
+    from confluent_kafka import KafkaException
+
+    try:
+        admin.describe_consumer_groups([group])[group].result(30)
+    except KafkaException:
+        return False
+    return True

@@ -57,17 +57,18 @@ def owned(d: Driver, member: str) -> dict[str, list[int]]:
     return {names[t]: sorted(ps) for t, ps in group.members[member].assigned.items()}
 
 
-def test_a_first_member_gets_every_partition_at_epoch_1() -> None:
+def test_a_first_member_gets_every_partition_at_epoch_2() -> None:
+    """A new group starts at epoch 1 with an empty target; the first assignment is epoch 2."""
     d = driver()
     response = join(d, "a")
-    assert (response.member_id, response.member_epoch) == ("a", 1)
+    assert (response.member_id, response.member_epoch) == ("a", 2)
     assert response.heartbeat_interval_ms == SETTINGS.consumer_heartbeat_interval_ms
     assert d.assignment_of(response) == {"t": [0, 1, 2, 3]}
     assert d.shard.describe_consumer_group("g").group_state == "Stable"
     # A heartbeat that changes nothing writes nothing and carries no assignment.
     written = len(d.log)
-    again = d.consumer_heartbeat("a", 1)
-    assert (error_of(again), again.member_epoch, again.assignment) == (0, 1, None)
+    again = d.consumer_heartbeat("a", 2)
+    assert (error_of(again), again.member_epoch, again.assignment) == (0, 2, None)
     assert len(d.log) == written
 
 
@@ -76,20 +77,20 @@ def test_a_second_member_waits_for_the_first_to_revoke() -> None:
     join(d, "a")
     b = join(d, "b")
     # b's target is half the partitions, but a still owns them: b gets nothing yet.
-    assert (b.member_epoch, d.assignment_of(b)) == (2, {})
+    assert (b.member_epoch, d.assignment_of(b)) == (3, {})
     assert d.shard.describe_consumer_group("g").group_state == "Reconciling"
-    # a is told to keep two partitions (its epoch stays 1 until it has revoked).
-    a = d.consumer_heartbeat("a", 1)
-    assert a.member_epoch == 1
+    # a is told to keep two partitions (its epoch stays 2 until it has revoked).
+    a = d.consumer_heartbeat("a", 2)
+    assert a.member_epoch == 2
     kept = d.assignment_of(a)["t"]
     assert len(kept) == 2
     assert d.shard.consumer_groups.group("g").members["a"].state is MemberState.UNREVOKED_PARTITIONS
     # Still owning the revoked ones, a stays where it is.
-    assert d.consumer_heartbeat("a", 1, owned={"t": [0, 1, 2, 3]}).member_epoch == 1
-    # Once a reports only what it keeps, it moves to epoch 2, and b gets the rest.
-    done = d.consumer_heartbeat("a", 1, owned={"t": kept})
-    assert (done.member_epoch, done.assignment) == (2, None)
-    b = d.consumer_heartbeat("b", 2, owned={})
+    assert d.consumer_heartbeat("a", 2, owned={"t": [0, 1, 2, 3]}).member_epoch == 2
+    # Once a reports only what it keeps, it moves to epoch 3, and b gets the rest.
+    done = d.consumer_heartbeat("a", 2, owned={"t": kept})
+    assert (done.member_epoch, done.assignment) == (3, None)
+    b = d.consumer_heartbeat("b", 3, owned={})
     rest = d.assignment_of(b)["t"]
     assert sorted(kept + rest) == [0, 1, 2, 3]
     assert d.shard.describe_consumer_group("g").group_state == "Stable"
@@ -99,13 +100,13 @@ def test_a_leaving_member_hands_its_partitions_over() -> None:
     d = driver()
     join(d, "a")
     join(d, "b")
-    a = d.consumer_heartbeat("a", 1)
-    d.consumer_heartbeat("a", 1, owned={"t": d.assignment_of(a)["t"]})
-    d.consumer_heartbeat("b", 2, owned={})
+    a = d.consumer_heartbeat("a", 2)
+    d.consumer_heartbeat("a", 2, owned={"t": d.assignment_of(a)["t"]})
+    d.consumer_heartbeat("b", 3, owned={})
     left = d.consumer_heartbeat("b", -1)
     assert (error_of(left), left.member_id, left.member_epoch) == (0, "b", -1)
-    a = d.consumer_heartbeat("a", 2)
-    assert (a.member_epoch, d.assignment_of(a)) == (3, {"t": [0, 1, 2, 3]})
+    a = d.consumer_heartbeat("a", 3)
+    assert (a.member_epoch, d.assignment_of(a)) == (4, {"t": [0, 1, 2, 3]})
 
 
 def test_epochs_a_member_may_send() -> None:
@@ -113,16 +114,16 @@ def test_epochs_a_member_may_send() -> None:
     join(d, "a")
     ahead = d.consumer_heartbeat("a", 5)
     assert error_of(ahead) == ErrorCode.FENCED_MEMBER_EPOCH
-    unknown = d.consumer_heartbeat("nobody", 1)
+    unknown = d.consumer_heartbeat("nobody", 2)
     assert error_of(unknown) == ErrorCode.UNKNOWN_MEMBER_ID
-    assert error_of(d.consumer_heartbeat("a", 1, group="other")) == ErrorCode.GROUP_ID_NOT_FOUND
+    assert error_of(d.consumer_heartbeat("a", 2, group="other")) == ErrorCode.GROUP_ID_NOT_FOUND
     # The previous epoch is accepted from a member that owns nothing it should not
     # (its answer was lost), and refused otherwise.
     d.topics.create("t", 6)
-    moved = d.consumer_heartbeat("a", 1)
-    assert moved.member_epoch == 2
-    assert d.consumer_heartbeat("a", 1, owned={"t": [0]}).member_epoch == 2
-    behind = d.consumer_heartbeat("a", 1, owned={"t": [0, 7]})
+    moved = d.consumer_heartbeat("a", 2)
+    assert moved.member_epoch == 3
+    assert d.consumer_heartbeat("a", 2, owned={"t": [0]}).member_epoch == 3
+    behind = d.consumer_heartbeat("a", 2, owned={"t": [0, 7]})
     assert error_of(behind) == ErrorCode.FENCED_MEMBER_EPOCH
 
 
@@ -170,37 +171,37 @@ def test_new_partitions_bump_the_epoch_and_are_assigned() -> None:
     d = driver()
     join(d, "a")
     d.topics.create("t", 6)
-    grown = d.consumer_heartbeat("a", 1)
-    assert (grown.member_epoch, d.assignment_of(grown)) == (2, {"t": [0, 1, 2, 3, 4, 5]})
+    grown = d.consumer_heartbeat("a", 2)
+    assert (grown.member_epoch, d.assignment_of(grown)) == (3, {"t": [0, 1, 2, 3, 4, 5]})
     d.topics.delete("t")
     # The partitions of a deleted topic are revoked like any other...
-    gone = d.consumer_heartbeat("a", 2)
-    assert (gone.member_epoch, d.assignment_of(gone)) == (2, {})
+    gone = d.consumer_heartbeat("a", 3)
+    assert (gone.member_epoch, d.assignment_of(gone)) == (3, {})
     # ...and once the member owns none, it moves on.
-    assert d.consumer_heartbeat("a", 2, owned={}).member_epoch == 3
+    assert d.consumer_heartbeat("a", 3, owned={}).member_epoch == 4
 
 
 def test_a_silent_member_is_fenced_by_its_session() -> None:
     d = driver()
     join(d, "a")
     join(d, "b")
-    epoch, mine = 1, None
+    epoch, mine = 2, None
     for _ in range(3):  # a heartbeats, revoking what it is told to; b never does
         d.advance(SESSION_MS // 2)
         response = d.consumer_heartbeat("a", epoch, owned=mine)
         epoch, mine = response.member_epoch, d.assignment_of(response) or mine
     assert list(d.shard.consumer_groups.group("g").members) == ["a"]
-    assert d.consumer_heartbeat("a", epoch, owned=mine).member_epoch == 3
+    assert d.consumer_heartbeat("a", epoch, owned=mine).member_epoch == 4
 
 
 def test_a_member_that_does_not_revoke_in_time_is_fenced() -> None:
     d = driver()
     join(d, "a", rebalance_ms=5000)
     join(d, "b")
-    d.consumer_heartbeat("a", 1)  # told to revoke
+    d.consumer_heartbeat("a", 2)  # told to revoke
     d.advance(5000)
     assert "a" not in d.shard.consumer_groups.group("g").members
-    b = d.consumer_heartbeat("b", 2, owned={})
+    b = d.consumer_heartbeat("b", 3, owned={})
     assert d.assignment_of(b) == {"t": [0, 1, 2, 3]}
 
 
@@ -208,11 +209,10 @@ def test_a_static_member_comes_back_with_its_partitions() -> None:
     d = driver()
     join(d, "a1", instance_id="host-a")
     join(d, "b", instance_id="host-b")
-    a = d.consumer_heartbeat("a1", 1)
-    d.consumer_heartbeat("a1", 1, owned={"t": d.assignment_of(a)["t"]})
-    d.consumer_heartbeat("b", 2, owned={})
+    a = d.consumer_heartbeat("a1", 2)
+    d.consumer_heartbeat("a1", 2, owned={"t": d.assignment_of(a)["t"]})
+    d.consumer_heartbeat("b", 3, owned={})
     before = owned(d, "b")
-    away = d.consumer_heartbeat("b", 2, instance_id="host-b", topics=None)
     away = d.consumer_heartbeat("b", -2, instance_id="host-b")
     assert (error_of(away), away.member_epoch) == (0, -2)
     # Another process may not take the instance while it is owned...
@@ -228,7 +228,7 @@ def test_records_rebuild_the_group_after_a_restart() -> None:
     d = driver()
     join(d, "a", rack_id="r1")
     join(d, "b", instance_id="i-b", assignor="range")
-    d.consumer_heartbeat("a", 1)
+    d.consumer_heartbeat("a", 2)
     again = CoordinatorShard(0, SETTINGS, d.topics)
     for record in decode_batch(bytes(encode_batch(d.log))):
         again.replay(record)
@@ -259,13 +259,13 @@ def test_a_failed_write_leaves_the_group_as_it_was() -> None:
 def test_offsets_are_committed_and_fetched_at_the_member_epoch() -> None:
     d = driver()
     join(d, "a")
-    commit = d.replies[d.commit({("t", 0): 5}, version=9, member_id="a", generation=1)]
+    commit = d.replies[d.commit({("t", 0): 5}, version=9, member_id="a", generation=2)]
     assert [p.error_code for t in commit.topics for p in t.partitions] == [0]
-    stale = d.replies[d.commit({("t", 0): 6}, version=9, member_id="a", generation=0)]
+    stale = d.replies[d.commit({("t", 0): 6}, version=9, member_id="a", generation=1)]
     assert [p.error_code for t in stale.topics for p in t.partitions] == [
         ErrorCode.STALE_MEMBER_EPOCH
     ]
-    old = d.replies[d.commit({("t", 0): 6}, version=8, member_id="a", generation=1)]
+    old = d.replies[d.commit({("t", 0): 6}, version=8, member_id="a", generation=2)]
     assert [p.error_code for t in old.topics for p in t.partitions] == [
         ErrorCode.UNSUPPORTED_VERSION
     ]

@@ -429,7 +429,8 @@ def test_offsets_written_but_not_replicated_are_not_left_pending() -> None:
 
 
 def test_the_service_checks_the_group_id_and_routes_markers_to_loaded_shards() -> None:
-    coordinator = GroupCoordinator(SETTINGS, None, None, None)  # type: ignore[arg-type]
+    broker = RuntimeCluster()
+    coordinator = GroupCoordinator(SETTINGS, broker, broker, broker.topics)  # type: ignore[arg-type]
 
     async def scenario() -> None:
         empty = await coordinator.commit_transactional_offsets(

@@ -43,6 +43,15 @@ NULLABLE: dict[tuple[str, str], str] = {
     ("SyncGroup", "protocol_type"): "group_member_answers",
     ("SyncGroup", "protocol_name"): "group_member_answers",
     ("DescribeGroups", "groups/members/group_instance_id"): "group_member_answers",
+    ("ConsumerGroupHeartbeat", "error_message"): "consumer_group_heartbeat_error_paths",
+    ("ConsumerGroupHeartbeat", "member_id"): "consumer_group_heartbeat_error_paths",
+    ("ConsumerGroupHeartbeat", "assignment"): "consumer_group_member_life",
+    ("ConsumerGroupDescribe", "groups/error_message"): "consumer_group_member_life",
+    ("ConsumerGroupDescribe", "groups/members/instance_id"): "consumer_group_member_life",
+    ("ConsumerGroupDescribe", "groups/members/rack_id"): "consumer_group_member_life",
+    ("ConsumerGroupDescribe", "groups/members/subscribed_topic_regex"): (
+        "consumer_group_member_life"
+    ),
     ("CreateTopics", "topics/error_message"): "topic_admin_error_paths",
     ("CreateTopics", "topics/configs"): "topic_admin_error_paths",
     ("CreateTopics", "topics/configs/value"): "topic_admin_error_paths",

@@ -20,6 +20,7 @@ from kpybroker.apis.support.registry import REGISTRY
 from . import (  # noqa: F401  (register the scenarios)
     authentication,
     authorization,
+    consumer_groups,
     error_paths,
     scenarios,
     transactions,
