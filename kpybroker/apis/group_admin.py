@@ -3,18 +3,18 @@
 DescribeGroups versions: 1 throttle time; 2 the same; 3 may ask for the
 authorized operations; 4 returns group.instance.id; 5 is flexible. A group
 this coordinator does not know, or a consumer (KIP-848) group, is described as
-Dead with no error, as Kafka does (v6's GROUP_ID_NOT_FOUND is not
-implemented); ConsumerGroupDescribe describes consumer groups. Member metadata is returned only for
-a Stable group, assignments always, both as the members sent them:
-kafka-consumer-groups decodes them itself.
+Dead, with no error before v6 and with GROUP_ID_NOT_FOUND and its message from v6
+(KIP-1043), as Kafka does; ConsumerGroupDescribe describes consumer groups.
+Member metadata is returned only for a Stable group, assignments always,
+both as the members sent them: kafka-consumer-groups decodes them itself.
 
 ListGroups versions: 1 throttle time; 2 the same; 3 is flexible; 4 filters by
 state (case-insensitive) and returns each group's state; 5 filters by type
 (classic, consumer; case-insensitive) and returns each group's type.
 
-DeleteGroups versions: 1 the same; 2 is flexible. Only an Empty group can be
-deleted (NON_EMPTY_GROUP otherwise); its offsets go with it, as tombstones in
-``__consumer_offsets``.
+DeleteGroups versions: 1 the same; 2 is flexible; 3 adds each group's error
+message. Only an Empty group can be deleted (NON_EMPTY_GROUP otherwise); its
+offsets go with it, as tombstones in ``__consumer_offsets``.
 
 Authorization, as Kafka's request handler: DescribeGroups needs DESCRIBE on
 each group, and answers the refused ones GROUP_AUTHORIZATION_FAILED ahead of
@@ -44,10 +44,12 @@ from kpybroker.protocol.messages.list_groups import ListGroupsRequest, ListGroup
 from kpybroker.security.acls.model import AclOperation, ResourceType
 
 AUTHORIZED_OPERATIONS_FROM = 3
+GROUP_ID_NOT_FOUND_FROM = 6
+DEAD_STATE = "Dead"
 GROUP = ResourceType.GROUP
 
 
-@api(describe_groups, 0, 5)
+@api(describe_groups, 0, 6)
 async def handle_describe_groups(
     ctx: RequestContext, request: DescribeGroupsRequest
 ) -> DescribeGroupsResponse:
@@ -68,6 +70,10 @@ async def handle_describe_groups(
                 )
             )
     described = ctx.services.groups.describe_groups(allowed)
+    if ctx.api_version >= GROUP_ID_NOT_FOUND_FROM:
+        for group in described:
+            if not group.error_code and group.group_state == DEAD_STATE:
+                group.error_code = ErrorCode.GROUP_ID_NOT_FOUND
     if ctx.api_version >= AUTHORIZED_OPERATIONS_FROM and request.include_authorized_operations:
         for group in described:
             if not group.error_code:
@@ -88,7 +94,7 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     return ListGroupsResponse(error_code=error, groups=groups)
 
 
-@api(delete_groups, 0, 2)
+@api(delete_groups, 0, 3)
 async def handle_delete_groups(
     ctx: RequestContext, request: DeleteGroupsRequest
 ) -> DeleteGroupsResponse:

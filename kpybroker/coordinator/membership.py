@@ -721,7 +721,11 @@ class Membership:
         """DescribeGroups: metadata bytes only while Stable, assignments always, both unparsed."""
         group = self.groups.get(group_id)
         if group is None:
-            return DescribedGroup(group_id=group_id, group_state=DEAD.value)
+            return DescribedGroup(
+                group_id=group_id,
+                group_state=DEAD.value,
+                error_message=f"Group {group_id} not found.",  # DescribeGroups v6+
+            )
         stable = group.is_in(STABLE)
         return DescribedGroup(
             group_id=group_id,

@@ -159,6 +159,13 @@ class CoordinatorShard:
         return out
 
     def describe(self, group_id: str) -> DescribedGroup:
+        """DescribeGroups: a consumer group is Dead to it, its message (v6) says why."""
+        if self.consumer_groups.group(group_id) is not None:
+            return DescribedGroup(
+                group_id=group_id,
+                group_state=DEAD.value,
+                error_message=f"Group {group_id} is not a classic group.",
+            )
         return self.membership.describe(group_id)
 
     def list_groups(self, states: Iterable[str], types: Iterable[str] = ()) -> list[ListedGroup]:
@@ -217,6 +224,7 @@ class CoordinatorShard:
                 group.validate_delete()
             except KafkaError as exc:
                 result.error_code = exc.code
+                result.error_message = exc.message
                 continue
             records += self.offsets.tombstones(group_id)
             if isinstance(group, ConsumerGroup):

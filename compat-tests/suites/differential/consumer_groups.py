@@ -12,6 +12,8 @@ from typing import Any
 from kpybroker.protocol.messages import (
     consumer_group_describe,
     consumer_group_heartbeat,
+    delete_groups,
+    describe_groups,
     list_groups,
 )
 
@@ -126,4 +128,11 @@ def consumer_group_and_classic_group_ids(p: Probe) -> None:
     p.answer("describe while classic", describe, 1)
     p.answer("join", heartbeat(group, topics=["diff-cgc"], owned=[]), 1, varies=TOPIC_IDS)
     p.answer("describe", describe, 1, varies=(*TOPIC_IDS, "*client_host"))
+    for v in (5, 6):
+        classic_describe = describe_groups.DescribeGroupsRequest(
+            groups=[group], include_authorized_operations=False
+        )
+        p.answer(f"DescribeGroups v{v}", classic_describe, v)
+    deleted = delete_groups.DeleteGroupsRequest(groups_names=[group])
+    p.answer("DeleteGroups v3 while it has a member", deleted, 3)
     p.answer("leave", heartbeat(group, epoch=-1), 1)

@@ -485,14 +485,14 @@ def group_admin_error_paths(p: Probe) -> None:
             lambda t: t.partitions[0].error_code == 0,
             f"a commit for {group}",
         )
-    for v in (0, 1, 3, 4, 5):
+    for v in (0, 1, 3, 4, 5, 6):
         request = describe_groups.DescribeGroupsRequest(
             groups=["diff-ga-empty", "diff-ga-never", ""],
             include_authorized_operations=False,
         )
         # Kafka asks each group's coordinator shard and answers in shard order.
         p.answer(f"describe v{v}", request, v, unordered=("groups",))
-    for v, group in ((0, "diff-ga-empty"), (2, "diff-ga-kept")):
+    for v, group in ((0, "diff-ga-empty"), (2, "diff-ga-kept"), (3, "diff-ga-kept")):
         request = delete_groups.DeleteGroupsRequest(groups_names=[group, "diff-ga-never", ""])
         p.answer(f"delete v{v}", request, v, unordered=("results",))
 

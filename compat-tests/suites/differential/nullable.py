@@ -43,6 +43,8 @@ NULLABLE: dict[tuple[str, str], str] = {
     ("SyncGroup", "protocol_type"): "group_member_answers",
     ("SyncGroup", "protocol_name"): "group_member_answers",
     ("DescribeGroups", "groups/members/group_instance_id"): "group_member_answers",
+    ("DescribeGroups", "groups/error_message"): "group_admin_error_paths",
+    ("DeleteGroups", "results/error_message"): "group_admin_error_paths",
     ("ConsumerGroupHeartbeat", "error_message"): "consumer_group_heartbeat_error_paths",
     ("ConsumerGroupHeartbeat", "member_id"): "consumer_group_heartbeat_error_paths",
     ("ConsumerGroupHeartbeat", "assignment"): "consumer_group_member_life",

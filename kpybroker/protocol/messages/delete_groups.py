@@ -16,18 +16,19 @@ _MISSING = object()
 
 API_KEY = 42
 NAME = 'DeleteGroups'
-VERSIONS = (0, 2)
+VERSIONS = (0, 3)
 FLEXIBLE_FROM = 2
 
 
 
 class DeletableGroupResult:
-    __slots__ = ('group_id', 'error_code')
-    def __init__(self, group_id=_MISSING, error_code=_MISSING):
+    __slots__ = ('group_id', 'error_code', 'error_message')
+    def __init__(self, group_id=_MISSING, error_code=_MISSING, error_message=_MISSING):
         self.group_id = '' if group_id is _MISSING else group_id
         self.error_code = 0 if error_code is _MISSING else error_code
+        self.error_message = None if error_message is _MISSING else error_message
     def __eq__(self, other):
-        return type(other) is type(self) and self.group_id == other.group_id and self.error_code == other.error_code
+        return type(other) is type(self) and self.group_id == other.group_id and self.error_code == other.error_code and self.error_message == other.error_message
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -35,7 +36,7 @@ class DeletableGroupResult:
 
 class DeleteGroupsRequest:
     __slots__ = ('groups_names',)
-    VERSIONS = (0, 2)
+    VERSIONS = (0, 3)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -60,7 +61,7 @@ class DeleteGroupsRequest:
 
 class DeleteGroupsResponse:
     __slots__ = ('throttle_time_ms', 'results')
-    VERSIONS = (0, 2)
+    VERSIONS = (0, 3)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -146,7 +147,7 @@ def _dec_DeletableGroupResult_v0(buf, pos):
         raise DecodeError('null group_id is not allowed')
     (f_error_code,) = I16.unpack_from(buf, pos)
     pos += 2
-    return DeletableGroupResult(f_group_id, f_error_code), pos
+    return DeletableGroupResult(f_group_id, f_error_code, None), pos
 
 
 def _dec_DeleteGroupsResponse_v0(buf, pos):
@@ -191,7 +192,7 @@ def _dec_DeletableGroupResult_v2(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return DeletableGroupResult(f_group_id, f_error_code), pos
+    return DeletableGroupResult(f_group_id, f_error_code, None), pos
 
 
 def _dec_DeleteGroupsResponse_v2(buf, pos):
@@ -232,7 +233,60 @@ def _enc_DeleteGroupsResponse_v2(w, o):
     out.append(0)
 
 
-_DECODERS_DeleteGroupsRequest = {0: _dec_DeleteGroupsRequest_v0, 1: _dec_DeleteGroupsRequest_v0, 2: _dec_DeleteGroupsRequest_v2}
-_ENCODERS_DeleteGroupsRequest = {0: _enc_DeleteGroupsRequest_v0, 1: _enc_DeleteGroupsRequest_v0, 2: _enc_DeleteGroupsRequest_v2}
-_DECODERS_DeleteGroupsResponse = {0: _dec_DeleteGroupsResponse_v0, 1: _dec_DeleteGroupsResponse_v0, 2: _dec_DeleteGroupsResponse_v2}
-_ENCODERS_DeleteGroupsResponse = {0: _enc_DeleteGroupsResponse_v0, 1: _enc_DeleteGroupsResponse_v0, 2: _enc_DeleteGroupsResponse_v2}
+def _dec_DeletableGroupResult_v3(buf, pos):
+    f_group_id, pos = read_compact_string(buf, pos)
+    if f_group_id is None:
+        raise DecodeError('null group_id is not allowed')
+    (f_error_code,) = I16.unpack_from(buf, pos)
+    pos += 2
+    f_error_message, pos = read_compact_string(buf, pos)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return DeletableGroupResult(f_group_id, f_error_code, f_error_message), pos
+
+
+def _dec_DeleteGroupsResponse_v3(buf, pos):
+    (f_throttle_time_ms,) = I32.unpack_from(buf, pos)
+    pos += 4
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null results is not allowed')
+    else:
+        f_results = []
+        for _ in range(n1):
+            x2, pos = _dec_DeletableGroupResult_v3(buf, pos)
+            f_results.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
+
+
+def _enc_DeletableGroupResult_v3(w, o):
+    out = w.buf
+    write_compact_string(out, (o.group_id if o.group_id is not None else ''))
+    out += I16.pack(o.error_code)
+    write_compact_string(out, o.error_message)
+    out.append(0)
+
+
+def _enc_DeleteGroupsResponse_v3(w, o):
+    out = w.buf
+    out += I32.pack(o.throttle_time_ms)
+    a1 = o.results
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_DeletableGroupResult_v3(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+_DECODERS_DeleteGroupsRequest = {0: _dec_DeleteGroupsRequest_v0, 1: _dec_DeleteGroupsRequest_v0, 2: _dec_DeleteGroupsRequest_v2, 3: _dec_DeleteGroupsRequest_v2}
+_ENCODERS_DeleteGroupsRequest = {0: _enc_DeleteGroupsRequest_v0, 1: _enc_DeleteGroupsRequest_v0, 2: _enc_DeleteGroupsRequest_v2, 3: _enc_DeleteGroupsRequest_v2}
+_DECODERS_DeleteGroupsResponse = {0: _dec_DeleteGroupsResponse_v0, 1: _dec_DeleteGroupsResponse_v0, 2: _dec_DeleteGroupsResponse_v2, 3: _dec_DeleteGroupsResponse_v3}
+_ENCODERS_DeleteGroupsResponse = {0: _enc_DeleteGroupsResponse_v0, 1: _enc_DeleteGroupsResponse_v0, 2: _enc_DeleteGroupsResponse_v2, 3: _enc_DeleteGroupsResponse_v3}

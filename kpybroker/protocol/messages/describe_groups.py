@@ -16,7 +16,7 @@ _MISSING = object()
 
 API_KEY = 15
 NAME = 'DescribeGroups'
-VERSIONS = (0, 5)
+VERSIONS = (0, 6)
 FLEXIBLE_FROM = 5
 
 
@@ -38,9 +38,10 @@ class DescribedGroupMember:
 
 
 class DescribedGroup:
-    __slots__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
-    def __init__(self, error_code=_MISSING, group_id=_MISSING, group_state=_MISSING, protocol_type=_MISSING, protocol_data=_MISSING, members=_MISSING, authorized_operations=_MISSING):
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
+    def __init__(self, error_code=_MISSING, error_message=_MISSING, group_id=_MISSING, group_state=_MISSING, protocol_type=_MISSING, protocol_data=_MISSING, members=_MISSING, authorized_operations=_MISSING):
         self.error_code = 0 if error_code is _MISSING else error_code
+        self.error_message = None if error_message is _MISSING else error_message
         self.group_id = '' if group_id is _MISSING else group_id
         self.group_state = '' if group_state is _MISSING else group_state
         self.protocol_type = '' if protocol_type is _MISSING else protocol_type
@@ -48,7 +49,7 @@ class DescribedGroup:
         self.members = [] if members is _MISSING else members
         self.authorized_operations = -2147483648 if authorized_operations is _MISSING else authorized_operations
     def __eq__(self, other):
-        return type(other) is type(self) and self.error_code == other.error_code and self.group_id == other.group_id and self.group_state == other.group_state and self.protocol_type == other.protocol_type and self.protocol_data == other.protocol_data and self.members == other.members and self.authorized_operations == other.authorized_operations
+        return type(other) is type(self) and self.error_code == other.error_code and self.error_message == other.error_message and self.group_id == other.group_id and self.group_state == other.group_state and self.protocol_type == other.protocol_type and self.protocol_data == other.protocol_data and self.members == other.members and self.authorized_operations == other.authorized_operations
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -56,7 +57,7 @@ class DescribedGroup:
 
 class DescribeGroupsRequest:
     __slots__ = ('groups', 'include_authorized_operations')
-    VERSIONS = (0, 5)
+    VERSIONS = (0, 6)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -82,7 +83,7 @@ class DescribeGroupsRequest:
 
 class DescribeGroupsResponse:
     __slots__ = ('throttle_time_ms', 'groups')
-    VERSIONS = (0, 5)
+    VERSIONS = (0, 6)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -234,7 +235,7 @@ def _dec_DescribedGroup_v0(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_DescribedGroupMember_v0(buf, pos)
             f_members.append(x2)
-    return DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648), pos
+    return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648), pos
 
 
 def _dec_DescribeGroupsResponse_v0(buf, pos):
@@ -336,7 +337,7 @@ def _dec_DescribedGroup_v3(buf, pos):
             f_members.append(x2)
     (f_authorized_operations,) = I32.unpack_from(buf, pos)
     pos += 4
-    return DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
+    return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
 
 
 def _dec_DescribeGroupsResponse_v3(buf, pos):
@@ -427,7 +428,7 @@ def _dec_DescribedGroup_v4(buf, pos):
             f_members.append(x2)
     (f_authorized_operations,) = I32.unpack_from(buf, pos)
     pos += 4
-    return DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
+    return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
 
 
 def _dec_DescribeGroupsResponse_v4(buf, pos):
@@ -536,7 +537,7 @@ def _dec_DescribedGroup_v5(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
+    return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
 
 
 def _dec_DescribeGroupsResponse_v5(buf, pos):
@@ -599,7 +600,90 @@ def _enc_DescribeGroupsResponse_v5(w, o):
     out.append(0)
 
 
-_DECODERS_DescribeGroupsRequest = {0: _dec_DescribeGroupsRequest_v0, 1: _dec_DescribeGroupsRequest_v0, 2: _dec_DescribeGroupsRequest_v0, 3: _dec_DescribeGroupsRequest_v3, 4: _dec_DescribeGroupsRequest_v3, 5: _dec_DescribeGroupsRequest_v5}
-_ENCODERS_DescribeGroupsRequest = {0: _enc_DescribeGroupsRequest_v0, 1: _enc_DescribeGroupsRequest_v0, 2: _enc_DescribeGroupsRequest_v0, 3: _enc_DescribeGroupsRequest_v3, 4: _enc_DescribeGroupsRequest_v3, 5: _enc_DescribeGroupsRequest_v5}
-_DECODERS_DescribeGroupsResponse = {0: _dec_DescribeGroupsResponse_v0, 1: _dec_DescribeGroupsResponse_v1, 2: _dec_DescribeGroupsResponse_v1, 3: _dec_DescribeGroupsResponse_v3, 4: _dec_DescribeGroupsResponse_v4, 5: _dec_DescribeGroupsResponse_v5}
-_ENCODERS_DescribeGroupsResponse = {0: _enc_DescribeGroupsResponse_v0, 1: _enc_DescribeGroupsResponse_v1, 2: _enc_DescribeGroupsResponse_v1, 3: _enc_DescribeGroupsResponse_v3, 4: _enc_DescribeGroupsResponse_v4, 5: _enc_DescribeGroupsResponse_v5}
+def _dec_DescribedGroup_v6(buf, pos):
+    (f_error_code,) = I16.unpack_from(buf, pos)
+    pos += 2
+    f_error_message, pos = read_compact_string(buf, pos)
+    f_group_id, pos = read_compact_string(buf, pos)
+    if f_group_id is None:
+        raise DecodeError('null group_id is not allowed')
+    f_group_state, pos = read_compact_string(buf, pos)
+    if f_group_state is None:
+        raise DecodeError('null group_state is not allowed')
+    f_protocol_type, pos = read_compact_string(buf, pos)
+    if f_protocol_type is None:
+        raise DecodeError('null protocol_type is not allowed')
+    f_protocol_data, pos = read_compact_string(buf, pos)
+    if f_protocol_data is None:
+        raise DecodeError('null protocol_data is not allowed')
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null members is not allowed')
+    else:
+        f_members = []
+        for _ in range(n1):
+            x2, pos = _dec_DescribedGroupMember_v5(buf, pos)
+            f_members.append(x2)
+    (f_authorized_operations,) = I32.unpack_from(buf, pos)
+    pos += 4
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
+
+
+def _dec_DescribeGroupsResponse_v6(buf, pos):
+    (f_throttle_time_ms,) = I32.unpack_from(buf, pos)
+    pos += 4
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null groups is not allowed')
+    else:
+        f_groups = []
+        for _ in range(n1):
+            x2, pos = _dec_DescribedGroup_v6(buf, pos)
+            f_groups.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
+
+
+def _enc_DescribedGroup_v6(w, o):
+    out = w.buf
+    out += I16.pack(o.error_code)
+    write_compact_string(out, o.error_message)
+    write_compact_string(out, (o.group_id if o.group_id is not None else ''))
+    write_compact_string(out, (o.group_state if o.group_state is not None else ''))
+    write_compact_string(out, (o.protocol_type if o.protocol_type is not None else ''))
+    write_compact_string(out, (o.protocol_data if o.protocol_data is not None else ''))
+    a1 = o.members
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_DescribedGroupMember_v5(w, x2)
+        out = w.buf
+    out += I32.pack(o.authorized_operations)
+    out.append(0)
+
+
+def _enc_DescribeGroupsResponse_v6(w, o):
+    out = w.buf
+    out += I32.pack(o.throttle_time_ms)
+    a1 = o.groups
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_DescribedGroup_v6(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+_DECODERS_DescribeGroupsRequest = {0: _dec_DescribeGroupsRequest_v0, 1: _dec_DescribeGroupsRequest_v0, 2: _dec_DescribeGroupsRequest_v0, 3: _dec_DescribeGroupsRequest_v3, 4: _dec_DescribeGroupsRequest_v3, 5: _dec_DescribeGroupsRequest_v5, 6: _dec_DescribeGroupsRequest_v5}
+_ENCODERS_DescribeGroupsRequest = {0: _enc_DescribeGroupsRequest_v0, 1: _enc_DescribeGroupsRequest_v0, 2: _enc_DescribeGroupsRequest_v0, 3: _enc_DescribeGroupsRequest_v3, 4: _enc_DescribeGroupsRequest_v3, 5: _enc_DescribeGroupsRequest_v5, 6: _enc_DescribeGroupsRequest_v5}
+_DECODERS_DescribeGroupsResponse = {0: _dec_DescribeGroupsResponse_v0, 1: _dec_DescribeGroupsResponse_v1, 2: _dec_DescribeGroupsResponse_v1, 3: _dec_DescribeGroupsResponse_v3, 4: _dec_DescribeGroupsResponse_v4, 5: _dec_DescribeGroupsResponse_v5, 6: _dec_DescribeGroupsResponse_v6}
+_ENCODERS_DescribeGroupsResponse = {0: _enc_DescribeGroupsResponse_v0, 1: _enc_DescribeGroupsResponse_v1, 2: _enc_DescribeGroupsResponse_v1, 3: _enc_DescribeGroupsResponse_v3, 4: _enc_DescribeGroupsResponse_v4, 5: _enc_DescribeGroupsResponse_v5, 6: _enc_DescribeGroupsResponse_v6}
