@@ -570,7 +570,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                               "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
                               "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
               doc="Server-side assignors for consumer-protocol groups; the first is the default."),
-    ConfigKey("group.consumer.migration.policy", STRING, "bidirectional", MEDIUM,
+    ConfigKey("group.consumer.migration.policy", STRING, "bidirectional", MEDIUM, enforced=True,
               valid=OneOf("DISABLED", "DOWNGRADE", "UPGRADE", "BIDIRECTIONAL",
                           case_insensitive=True),
               doc="Whether groups may move between the classic and consumer protocols."),

@@ -58,6 +58,18 @@ class MemberState(enum.IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMetadata:
+    """What a member speaking the classic protocol inside a consumer group sent in its
+    JoinGroup: its session timeout and its protocols (name, subscription bytes)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    def protocol_names(self) -> set[str]:
+        return {name for name, _ in self.protocols}
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
     """One member: its subscription (from its heartbeats) and its current assignment."""
 
@@ -75,6 +87,12 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    #: Set for a member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat).
+    classic: ClassicMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def subscription(self) -> tuple[object, ...]:
         """What the member metadata record stores (a change writes a new record)."""
@@ -87,6 +105,7 @@ class ConsumerMember:
             self.subscribed_topic_regex,
             self.rebalance_timeout_ms,
             self.server_assignor,
+            self.classic,
         )
 
     def current_assignment(self) -> tuple[object, ...]:
@@ -185,6 +204,17 @@ class ConsumerGroup:
         """The epoch of the member owning the partition, -1 when nobody does."""
         return self.partition_epochs.get((topic_id, partition), -1)
 
+    def waiting_on_unreleased(self, member: ConsumerMember) -> bool:
+        """Whether a partition of the member's target is still owned by another member."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, partitions in self.target_of(member.member_id).items():
+            mine = member.assigned.get(topic_id, frozenset())
+            for partition in partitions - mine:
+                if self.current_partition_epoch(topic_id, partition) != -1:
+                    return True
+        return False
+
     def static_member(self, instance_id: str | None) -> ConsumerMember | None:
         member_id = self.static_members.get(instance_id) if instance_id is not None else None
         return None if member_id is None else self.members.get(member_id)
@@ -254,6 +284,14 @@ class ConsumerGroup:
         if member_epoch < 0 and not self.members:
             return
         member = self.member(member_id)
+        if member.uses_classic_protocol:
+            if member_epoch != member.member_epoch:
+                raise KafkaError(
+                    ErrorCode.ILLEGAL_GENERATION,
+                    f"The received generation id {member_epoch} does not match the expected "
+                    f"member epoch {member.member_epoch}.",
+                )
+            return
         if not transactional and api_version < MEMBER_EPOCH_COMMITS_FROM:
             raise KafkaError(
                 ErrorCode.UNSUPPORTED_VERSION,

@@ -31,7 +31,7 @@ import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kpybroker.coordinator.assignors import MemberSpec, TopicSpec, configured_assignors
 from kpybroker.coordinator.consumer_group import (
@@ -64,7 +64,7 @@ from kpybroker.coordinator.interface import (
     coordinator_error,
 )
 from kpybroker.coordinator.offsets_topic_records import ConsumerGroupRecord, CoordinatorRecord
-from kpybroker.coordinator.reconciliation import reconcile
+from kpybroker.coordinator.reconciliation import Owned, reconcile
 from kpybroker.coordinator.topic_regex import compile_topic_regex
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.consumer_group_describe import (
@@ -95,6 +95,15 @@ CLIENT_MEMBER_ID_FROM = 1
 CONSUMER_MEMBER_TYPE = 1
 
 
+class Downgrade(Protocol):
+    """What removing a member asks first: whether the group goes back to the classic
+    protocol instead (``consumer_group_migration``)."""
+
+    def downgrade_records(
+        self, out: Effects, group: ConsumerGroup, leaving: ConsumerMember
+    ) -> list[CoordinatorRecord] | None: ...
+
+
 def heartbeat_error(code: ErrorCode, message: str | None = None) -> ConsumerGroupHeartbeatResponse:
     return ConsumerGroupHeartbeatResponse(error_code=code, error_message=message)
 
@@ -114,6 +123,8 @@ class ConsumerGroups:
         self.groups: dict[str, ConsumerGroup] = {}
         self.assignors = configured_assignors(settings.consumer_assignors)
         self.default_assignor = next(iter(self.assignors))
+        #: The downgrade to a classic group (set by the shard, which owns both kinds).
+        self.migration: Downgrade | None = None
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -140,7 +151,7 @@ class ConsumerGroups:
         try:
             self.validate(caller, request)
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                group, records, response = self.leave(request)
+                group, records, response = self.leave(out, request)
             else:
                 group, records, response = self.join_or_heartbeat(caller, request)
         except KafkaError as exc:
@@ -221,6 +232,42 @@ class ConsumerGroups:
             client_id=caller.client_id,
             client_host=caller.client_host,
         )
+        owned = None
+        if request.topic_partitions is not None:
+            owned = [(tp.topic_id, tp.partitions) for tp in request.topic_partitions]
+        reconciled = self.advance(group, member, updated, owned, records)
+        response = ConsumerGroupHeartbeatResponse(
+            member_id=reconciled.member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.settings.consumer_heartbeat_interval_ms,
+        )
+        full_request = joining or (
+            request.rebalance_timeout_ms != -1
+            and request.subscribed_topic_names is not None
+            and request.topic_partitions is not None
+        )
+        if full_request or reconciled.assigned != member.assigned:
+            response.assignment = ResponseAssignment(
+                topic_partitions=[
+                    TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
+                    for topic_id, partitions in reconciled.assigned.items()
+                ]
+            )
+        return group, records, response
+
+    def advance(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        updated: ConsumerMember,
+        owned: Owned | None,
+        records: list[CoordinatorRecord],
+    ) -> ConsumerMember:
+        """Kafka's three steps for a member's request (a heartbeat, or a classic member's
+        JoinGroup): store the member and maybe bump the group epoch, compute a new target
+        when the epoch is ahead of it, and reconcile the member towards its target. The
+        records go to ``records``; the reconciled member is returned."""
+        member_id = updated.member_id
         group_id = group.group_id
         bump = False
         if updated.subscription() != member.subscription() or member_id not in group.members:
@@ -245,9 +292,6 @@ class ConsumerGroups:
         else:
             target = group.target_of(updated.member_id, updated.instance_id)
             target_epoch = group.assignment_epoch
-        owned = None
-        if request.topic_partitions is not None:
-            owned = [(tp.topic_id, tp.partitions) for tp in request.topic_partitions]
         stored = group.members.get(member_id)
 
         def partition_epoch(topic_id: bytes, partition: int) -> int:
@@ -272,24 +316,7 @@ class ConsumerGroups:
             group.members
         ):
             records.append(current_assignment_record(group_id, reconciled))
-        response = ConsumerGroupHeartbeatResponse(
-            member_id=reconciled.member_id,
-            member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.settings.consumer_heartbeat_interval_ms,
-        )
-        full_request = joining or (
-            request.rebalance_timeout_ms != -1
-            and request.subscribed_topic_names is not None
-            and request.topic_partitions is not None
-        )
-        if full_request or reconciled.assigned != member.assigned:
-            response.assignment = ResponseAssignment(
-                topic_partitions=[
-                    TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
-                    for topic_id, partitions in reconciled.assigned.items()
-                ]
-            )
-        return group, records, response
+        return reconciled
 
     def member_for(
         self,
@@ -452,7 +479,7 @@ class ConsumerGroups:
     # -- leaving and fencing ----------------------------------------------------------
 
     def leave(
-        self, request: ConsumerGroupHeartbeatRequest
+        self, out: Effects, request: ConsumerGroupHeartbeatRequest
     ) -> tuple[ConsumerGroup, list[CoordinatorRecord], ConsumerGroupHeartbeatResponse]:
         group = self.groups.get(request.group_id)
         if group is None:
@@ -486,7 +513,18 @@ class ConsumerGroups:
                 away = replace(member, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation={})
                 return group, [current_assignment_record(group.group_id, away)], response
         log.info("[GroupId %s] Member %s left the consumer group.", group.group_id, member_id)
-        return group, self.fence_records(group, member), response
+        return group, self.removal_records(out, group, member), response
+
+    def removal_records(
+        self, out: Effects, group: ConsumerGroup, member: ConsumerMember
+    ) -> list[CoordinatorRecord]:
+        """Remove the member: the group goes back to the classic protocol if only classic
+        members remain and the policy allows it, else its epoch is bumped."""
+        if self.migration is not None and not member.uses_classic_protocol:
+            records = self.migration.downgrade_records(out, group, member)
+            if records is not None:
+                return records
+        return self.fence_records(group, member)
 
     def fence_records(
         self, group: ConsumerGroup, member: ConsumerMember
@@ -510,7 +548,7 @@ class ConsumerGroups:
             member.member_id,
             why,
         )
-        self.commit(out, group.group_id, self.fence_records(group, member), None)
+        self.commit(out, group.group_id, self.removal_records(out, group, member), None)
 
     def timer_fired(self, out: Effects, key: TimerKey, args: tuple[int, ...]) -> None:
         group = self.groups.get(key.group_id)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from kpybroker.coordinator.consumer_group import (
     LEAVE_EPOCH,
     Assignment,
+    ClassicMetadata,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
@@ -30,6 +31,8 @@ from kpybroker.protocol.messages.consumer_group_current_member_assignment_value 
     TopicPartitions as CurrentTopicPartitions,
 )
 from kpybroker.protocol.messages.consumer_group_member_metadata_value import (
+    ClassicMemberMetadata,
+    ClassicProtocol,
     ConsumerGroupMemberMetadataValue,
 )
 from kpybroker.protocol.messages.consumer_group_metadata_value import ConsumerGroupMetadataValue
@@ -62,6 +65,15 @@ def member_record(group_id: str, member: ConsumerMember) -> ConsumerGroupRecord:
         subscribed_topic_regex=member.subscribed_topic_regex,
         rebalance_timeout_ms=member.rebalance_timeout_ms,
         server_assignor=member.server_assignor,
+        classic_member_metadata=None
+        if member.classic is None
+        else ClassicMemberMetadata(
+            session_timeout_ms=member.classic.session_timeout_ms,
+            supported_protocols=[
+                ClassicProtocol(name=name, metadata=metadata)
+                for name, metadata in member.classic.protocols
+            ],
+        ),
     )
     return ConsumerGroupRecord(T.MEMBER_METADATA, group_id, member.member_id, value)
 
@@ -156,6 +168,7 @@ def replay(
                 subscribed_topic_regex=value.subscribed_topic_regex,
                 rebalance_timeout_ms=value.rebalance_timeout_ms,
                 server_assignor=value.server_assignor,
+                classic=_classic(value.classic_member_metadata),
             )
         )
     elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
@@ -178,6 +191,13 @@ def replay(
                 pending_revocation=_assignment(value.partitions_pending_revocation),
             )
         )
+
+
+def _classic(metadata: ClassicMemberMetadata | None) -> ClassicMetadata | None:
+    if metadata is None:
+        return None
+    protocols = tuple((p.name, bytes(p.metadata)) for p in metadata.supported_protocols)
+    return ClassicMetadata(metadata.session_timeout_ms, protocols)
 
 
 def _replay_tombstone(

@@ -40,6 +40,7 @@ class CoordinatorSettings:
     consumer_session_timeout_ms: int = broker_setting("group.consumer.session.timeout.ms")
     consumer_heartbeat_interval_ms: int = broker_setting("group.consumer.heartbeat.interval.ms")
     consumer_max_size: int = broker_setting("group.consumer.max.size")
+    consumer_migration_policy: str = broker_setting("group.consumer.migration.policy", str.lower)
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> CoordinatorSettings:

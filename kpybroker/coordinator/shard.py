@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 
 from kpybroker.coordinator.committed_offsets import Expired, OffsetManager
 from kpybroker.coordinator.consumer_group import ConsumerGroup
+from kpybroker.coordinator.consumer_group_migration import GroupMigration
 from kpybroker.coordinator.consumer_group_protocol import ConsumerGroups, heartbeat_error
 from kpybroker.coordinator.consumer_group_records import group_tombstones
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
@@ -38,7 +39,7 @@ from kpybroker.coordinator.interface import (
     coordinator_error,
 )
 from kpybroker.coordinator.loader import Logged, LoggedMarker
-from kpybroker.coordinator.membership import Membership, join_error
+from kpybroker.coordinator.membership import Membership
 from kpybroker.coordinator.offsets_topic_records import (
     ConsumerGroupRecord,
     CoordinatorRecord,
@@ -88,6 +89,9 @@ class CoordinatorShard:
         self.clock = clock
         self.membership = Membership(settings, clock)
         self.consumer_groups = ConsumerGroups(settings, clock, topics)
+        self.migration = self.consumer_groups.migration = GroupMigration(
+            self.membership, self.consumer_groups
+        )
         self.offsets = OffsetManager(self.membership, self.consumer_groups, settings, clock)
         self.transactions = TransactionalOffsets(self.offsets, settings, clock)
 
@@ -100,9 +104,7 @@ class CoordinatorShard:
         out = Effects()
         consumer_group = self.consumer_groups.group(request.group_id)
         if consumer_group is not None and not consumer_group.is_empty():
-            # Classic members joining a consumer group (KIP-848's online migration) are
-            # not supported: the group keeps its protocol.
-            out.reply(token, join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+            self.migration.join(out, token, caller, request)
             return out
         if consumer_group is not None:
             # An empty consumer group gives its ID to the classic group (its offsets stay).
@@ -119,7 +121,11 @@ class CoordinatorShard:
         before: list[CoordinatorRecord] = []
         classic = self.membership.group(request.group_id)
         if classic is not None and request.member_epoch >= 0:
-            if not classic.is_in(EMPTY):
+            joining = request.member_epoch == 0
+            if joining and not classic.is_in(EMPTY) and self.migration.may_upgrade(classic):
+                # KIP-848's online upgrade: the classic members carry on in a consumer group.
+                before = self.migration.upgrade(out, classic)
+            elif not classic.is_in(EMPTY):
                 out.reply(
                     token,
                     heartbeat_error(
@@ -128,9 +134,10 @@ class CoordinatorShard:
                     ),
                 )
                 return out
-            # An empty classic group (perhaps only committed offsets) becomes a consumer group.
-            self.membership.groups.pop(request.group_id, None)
-            before.append(GroupRecord(request.group_id, None))
+            else:
+                # An empty classic group (perhaps only offsets) becomes a consumer group.
+                self.membership.groups.pop(request.group_id, None)
+                before.append(GroupRecord(request.group_id, None))
         self.consumer_groups.heartbeat(out, token, caller, request, before)
         return out
 
@@ -145,17 +152,26 @@ class CoordinatorShard:
 
     def sync(self, token: Token, request: SyncGroupRequest) -> Effects:
         out = Effects()
-        self.membership.sync(out, token, request)
+        if self.consumer_groups.group(request.group_id) is not None:
+            self.migration.sync(out, token, request)
+        else:
+            self.membership.sync(out, token, request)
         return out
 
     def heartbeat(self, token: Token, request: HeartbeatRequest) -> Effects:
         out = Effects()
-        self.membership.heartbeat(out, token, request)
+        if self.consumer_groups.group(request.group_id) is not None:
+            self.migration.heartbeat(out, token, request)
+        else:
+            self.membership.heartbeat(out, token, request)
         return out
 
     def leave(self, token: Token, group_id: str, members: Iterable[MemberIdentity]) -> Effects:
         out = Effects()
-        self.membership.leave(out, token, group_id, members)
+        if self.consumer_groups.group(group_id) is not None:
+            self.migration.leave(out, token, group_id, list(members))
+        else:
+            self.membership.leave(out, token, group_id, members)
         return out
 
     def describe(self, group_id: str) -> DescribedGroup:

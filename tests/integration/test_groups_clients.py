@@ -369,3 +369,62 @@ def test_cooperative_sticky_moves_only_the_partitions_that_change_owner(
         first.close()
         if second is not None:
             second.close()
+
+
+def group_type(bootstrap: str, group: str) -> str | None:
+    """The group's type as ListGroups (v5) reports it: classic or consumer."""
+    from kpybroker.protocol.messages.list_groups import ListGroupsRequest
+    from tests.helpers.groups_wire import Wire
+
+    with Wire(bootstrap) as wire:
+        listed = wire.call(ListGroupsRequest(states_filter=[], types_filter=[]), 5).groups
+    return next((g.group_type for g in listed if g.group_id == group), None)
+
+
+def test_a_classic_group_upgraded_live_and_back(
+    broker_factory: BrokerFactory, members: list[Member]
+) -> None:
+    """Two classic consumers share a topic; a consumer of KIP-848's protocol joins and the
+    group becomes a consumer group without stopping them; it leaves and the group is classic
+    again. Every record is consumed once, and no partition has two owners at a time."""
+    broker = broker_factory(
+        {
+            **BROKER_OVERRIDES,
+            "group.consumer.session.timeout.ms": SESSION_MS,
+            "group.consumer.heartbeat.interval.ms": 300,
+        }
+    )
+    topic, group = "migrating", "migrating-group"
+    bootstrap = broker.bootstrap
+    ConfluentClient().create_topic(bootstrap, topic, PARTITIONS)
+    for n in range(2):
+        members.append(start_member("confluent", f"classic-{n}", bootstrap, group, topic))
+    wait_balanced(bootstrap, group, topic, live=2)
+    produced: set[str] = set()
+
+    def produce_and_consume(phase: str) -> None:
+        batch = values(phase)
+        produce(bootstrap, topic, batch)
+        produced.update(v for vs in batch.values() for v in vs)
+        wait_consumed(members, produced, timeout=60)
+
+    produce_and_consume("classic")
+    assert group_type(bootstrap, group) == "classic"
+    newcomer = start_member("confluent", "kip848", bootstrap, group, topic, "consumer")
+    members.append(newcomer)
+    wait_until(lambda: group_type(bootstrap, group) == "consumer", 30, message="the upgrade")
+    wait_balanced(bootstrap, group, topic, live=3, protocol="consumer")
+    produce_and_consume("mixed")
+    assert {e["ev"] for e in newcomer.read()} >= {"assigned", "rec"}, "the newcomer took part"
+    newcomer.process.send_signal(signal.SIGTERM)
+    newcomer.process.wait(30)
+    newcomer.ended_at = time.time()
+    wait_until(lambda: group_type(bootstrap, group) == "classic", 30, message="the downgrade")
+    wait_balanced(bootstrap, group, topic, live=2)
+    produce_and_consume("classic-again")
+
+    counts = consumed(members)
+    assert set(counts) == produced
+    duplicates = {v: n for v, n in counts.items() if n > 1}
+    assert not duplicates, f"consumed more than once: {duplicates}"
+    assert_no_partition_owned_twice(members)

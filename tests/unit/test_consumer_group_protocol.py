@@ -8,6 +8,7 @@ rebuild the group after a restart, and offsets committed with member epochs.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from kpybroker.coordinator.assignors import (
     configured_assignors,
 )
 from kpybroker.coordinator.consumer_group import MemberState
+from kpybroker.coordinator.consumer_group_migration import decode_assignment
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.offsets_topic_records import (
     ConsumerGroupRecord,
@@ -29,6 +31,12 @@ from kpybroker.coordinator.offsets_topic_records import (
 )
 from kpybroker.coordinator.shard import CoordinatorShard
 from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.messages.consumer_protocol_assignment import (
+    ConsumerProtocolAssignment,
+)
+from kpybroker.protocol.messages.consumer_protocol_assignment import (
+    TopicPartition as AssignedTopicPartition,
+)
 from kpybroker.protocol.messages.offset_fetch import OffsetFetchRequestGroup
 from tests.helpers.coordinator_driver import (
     SETTINGS,
@@ -277,21 +285,99 @@ def test_offsets_are_committed_and_fetched_at_the_member_epoch() -> None:
     assert wrong.error_code == ErrorCode.STALE_MEMBER_EPOCH
 
 
-def test_classic_and_consumer_groups_keep_to_their_protocol() -> None:
-    d = driver()
-    join(d, "a")
-    joined = d.replies[d.join()]
-    assert error_of(joined) == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+def test_group_types_and_the_migration_policy() -> None:
+    d = Driver(
+        CoordinatorSettings(
+            initial_rebalance_delay_ms=0,
+            min_session_timeout_ms=1000,
+            consumer_migration_policy="disabled",
+        ),
+        topics=StaticTopics(t=4),
+    )
     d.stable_group(group="classic")
     refused = d.consumer_heartbeat("m", 0, topics=["t"], group="classic")
     assert error_of(refused) == ErrorCode.GROUP_ID_NOT_FOUND
     assert refused.error_message == "Group classic is not a consumer group."
-    # An empty classic group (offsets only) becomes a consumer group.
+    # An empty classic group (offsets only) becomes a consumer group, whatever the policy.
     d.commit({("t", 0): 1}, group="offsets-only")
     assert error_of(join(d, "m", group="offsets-only")) == ErrorCode.NONE
+    join(d, "a")
     listed = {g.group_id: g.group_type for g in d.shard.list_groups([], [])}
     assert listed == {"g": "consumer", "classic": "classic", "offsets-only": "consumer"}
-    assert [g.group_id for g in d.shard.list_groups([], ["Consumer"])] == ["g", "offsets-only"]
+    assert [g.group_id for g in d.shard.list_groups([], ["Consumer"])] == ["offsets-only", "g"]
+
+
+def classic_assignment(*partitions: int, topic: str = "t") -> bytes:
+    """ConsumerProtocolAssignment v0 bytes, as a classic leader sends in SyncGroup."""
+    value = ConsumerProtocolAssignment(
+        assigned_partitions=[AssignedTopicPartition(topic=topic, partitions=list(partitions))]
+    )
+    return struct.pack(">h", 0) + value.encode_bytes(0)
+
+
+def classic_group(d: Driver) -> tuple[str, str]:
+    """Two classic members sharing t (0-1 and 2-3) in generation 1."""
+    a, b = d.new_member(), d.new_member()
+    ta, tb = d.join(a), d.join(b)
+    d.advance(0)
+    leader = d.replies[ta].leader
+    assignments = {a: classic_assignment(0, 1), b: classic_assignment(2, 3)}
+    for m in (a, b):
+        d.sync(m, 1, assignments if m == leader else None)
+    assert d.state() == "Stable" and {d.replies[t].generation_id for t in (ta, tb)} == {1}
+    return a, b
+
+
+def test_a_classic_group_is_upgraded_member_by_member_and_back() -> None:
+    d = driver()
+    a, b = classic_group(d)
+    # A member of the new protocol joins: the group becomes a consumer group at epoch 1,
+    # the classic members keep their partitions until they rejoin.
+    c = join(d, "c")
+    assert d.shard.membership.group("g") is None
+    group = d.shard.consumer_groups.group("g")
+    assert set(group.members) == {a, b, "c"}
+    assert owned(d, a) == {"t": [0, 1]} and owned(d, b) == {"t": [2, 3]}
+    assert d.assignment_of(c) == {}  # what it is to get is still owned by a and b
+    # The classic members learn of the rebalance from their heartbeats and join again.
+    for m in (a, b):
+        assert error_of(d.replies[d.heartbeat(m, 1)]) == ErrorCode.REBALANCE_IN_PROGRESS
+        rejoined = d.replies[d.join(m)]
+        assert (error_of(rejoined), rejoined.protocol_name) == (0, "range")
+        synced = d.replies[d.sync(m, rejoined.generation_id)]
+        assert error_of(synced) == ErrorCode.NONE
+        assert len(decode_assignment(synced.assignment)["t"]) <= 2
+    c_again = d.consumer_heartbeat("c", c.member_epoch, owned={})
+    epochs = {m.member_id: m.member_epoch for m in group.members.values()}
+    assert d.shard.describe_consumer_group("g").group_state in ("Stable", "Reconciling"), epochs
+    assert sum(len(ps) for m in (a, b, "c") for ps in owned(d, m).values()) <= 4
+    # Classic members commit at their generation, which is their member epoch.
+    epoch_a = group.members[a].member_epoch
+    committed = d.replies[d.commit({("t", 0): 7}, member_id=a, generation=epoch_a)]
+    assert [p.error_code for t in committed.topics for p in t.partitions] == [0]
+    # The last member of the new protocol leaves: the group is classic again, rebalancing.
+    d.consumer_heartbeat("c", c_again.member_epoch, owned=None)
+    d.consumer_heartbeat("c", -1)
+    classic = d.shard.membership.group("g")
+    assert classic is not None and d.shard.consumer_groups.group("g") is None
+    assert set(classic.members) == {a, b} and d.state() == "PreparingRebalance"
+    assert error_of(d.replies[d.heartbeat(a, classic.generation)]) == (
+        ErrorCode.REBALANCE_IN_PROGRESS
+    )
+
+
+def test_a_restart_after_an_upgrade_rebuilds_the_consumer_group() -> None:
+    d = driver()
+    a, _ = classic_group(d)
+    join(d, "c")
+    again = CoordinatorShard(0, SETTINGS, d.topics)
+    for record in decode_batch(bytes(encode_batch(d.log))):
+        again.replay(record)
+    again.loaded()
+    assert again.membership.group("g") is None
+    rebuilt = again.consumer_groups.group("g")
+    assert rebuilt.members == d.shard.consumer_groups.group("g").members
+    assert rebuilt.members[a].classic is not None
 
 
 def test_an_empty_consumer_group_can_be_deleted() -> None:
