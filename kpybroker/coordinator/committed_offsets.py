@@ -33,6 +33,7 @@ from kpybroker.coordinator.offsets_topic_records import (
     OffsetAndMetadata,
     OffsetRecord,
 )
+from kpybroker.protocol._codec import ZERO_UUID
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -77,38 +78,58 @@ class PartitionErrors:
     Builds OffsetCommit and OffsetDelete answers (the classes are given), as
     Kafka's response builders do: answers from the request handler (unknown
     partitions) and from the coordinator merge under one entry per topic.
+    Where the topic class has a topic ID (OffsetCommit, TxnOffsetCommit), an
+    entry carries the ID of the topic it answers; ``by_id`` keys the entries
+    by that ID instead of the name (OffsetCommit v10, whose topics are named
+    by ID only, so that unknown IDs, all nameless, stay apart).
     """
 
-    def __init__(self, topic_class: type, partition_class: type) -> None:
+    def __init__(self, topic_class: type, partition_class: type, *, by_id: bool = False) -> None:
         self.topic_class = topic_class
         self.partition_class = partition_class
-        self.topics: dict[str, Any] = {}
+        self.with_ids = "topic_id" in topic_class.__slots__
+        self.by_id = by_id
+        self.topics: dict[str | bytes, Any] = {}
 
-    def add(self, topic: str, partition: int, error: int) -> None:
-        entry = self.topics.get(topic)
+    def add(self, topic: str, partition: int, error: int, topic_id: bytes = ZERO_UUID) -> None:
+        key = topic_id if self.by_id else topic
+        entry = self.topics.get(key)
         if entry is None:
-            entry = self.topics[topic] = self.topic_class(name=topic)
+            if self.with_ids:
+                entry = self.topic_class(name=topic, topic_id=topic_id)
+            else:
+                entry = self.topic_class(name=topic)
+            self.topics[key] = entry
         entry.partitions.append(self.partition_class(partition_index=partition, error_code=error))
 
     def add_all(self, topics: Sequence[Any], error: int) -> None:
         """``error`` for every partition of a request's ``topics``."""
         for topic in topics:
+            topic_id = topic_id_of(topic)
             for p in topic.partitions:
-                self.add(topic.name, p.partition_index, error)
+                self.add(topic.name, p.partition_index, error, topic_id)
 
     def merge(self, topics: Sequence[Any]) -> None:
         """The answers of another response's ``topics``."""
         for topic in topics:
+            topic_id = topic_id_of(topic)
             for p in topic.partitions:
-                self.add(topic.name, p.partition_index, p.error_code)
+                self.add(topic.name, p.partition_index, p.error_code, topic_id)
 
     def result(self) -> list[Any]:
         return list(self.topics.values())
 
 
-def commit_error_response(request: OffsetCommitRequest, error: ErrorCode) -> OffsetCommitResponse:
+def topic_id_of(topic: Any) -> bytes:
+    """A request or response topic's ID; the zero UUID where its message has none."""
+    return getattr(topic, "topic_id", ZERO_UUID)
+
+
+def commit_error_response(
+    request: OffsetCommitRequest, error: ErrorCode, *, by_id: bool = False
+) -> OffsetCommitResponse:
     """Every requested partition answered with ``error``."""
-    answers = PartitionErrors(OffsetCommitResponseTopic, OffsetCommitResponsePartition)
+    answers = PartitionErrors(OffsetCommitResponseTopic, OffsetCommitResponsePartition, by_id=by_id)
     answers.add_all(request.topics, error)
     return OffsetCommitResponse(topics=answers.result())
 
@@ -177,7 +198,7 @@ class OffsetManager:
                     records.append(
                         OffsetRecord(request.group_id, topic.name, p.partition_index, value)
                     )
-                answers.add(topic.name, p.partition_index, error)
+                answers.add(topic.name, p.partition_index, error, topic.topic_id)
         response = OffsetCommitResponse(topics=answers.result())
         if not records:
             out.reply(token, response)

@@ -248,12 +248,14 @@ def test_delete_groups_appends_refused_groups_after_the_coordinators_results() -
 # -- OffsetCommit, OffsetDelete ----------------------------------------------------------
 
 
-def commit_request() -> offset_commit.OffsetCommitRequest:
+def commit_request(ids: tuple[bytes, ...] = ()) -> offset_commit.OffsetCommitRequest:
+    """Partitions 0 and 3 of secret, t and nope; of the topics of ``ids`` if given (v10)."""
+    named = [{"topic_id": i} for i in ids] or [{"name": n} for n in ("secret", "t", "nope")]
     return offset_commit.OffsetCommitRequest(
         group_id="g",
         topics=[
             offset_commit.OffsetCommitRequestTopic(
-                name=name,
+                **topic,
                 partitions=[
                     offset_commit.OffsetCommitRequestPartition(
                         partition_index=i, committed_offset=5
@@ -261,7 +263,7 @@ def commit_request() -> offset_commit.OffsetCommitRequest:
                     for i in (0, 3)
                 ],
             )
-            for name in ("secret", "t", "nope")
+            for topic in named
         ],
     )
 
@@ -271,6 +273,7 @@ async def commit_all(caller: object, request: Any) -> OffsetCommitResponse:
         topics=[
             OffsetCommitResponseTopic(
                 name=t.name,
+                topic_id=t.topic_id,
                 partitions=[
                     OffsetCommitResponsePartition(partition_index=p.partition_index)
                     for p in t.partitions
@@ -318,6 +321,39 @@ def test_offset_commit_refuses_topics_before_looking_them_up() -> None:
     assert [(t.name, [p.partition_index for p in t.partitions]) for t in sent.topics] == [
         ("t", [0])
     ]
+
+
+def test_offset_commit_v10_answers_unknown_ids_before_the_topic_acls() -> None:
+    # Kafka names the topics first: an unknown ID is UNKNOWN_TOPIC_ID whatever the ACLs,
+    # a known one is refused by its name.
+    secret, t = topic_of("secret"), topic_of("t")
+    unknown = bytes(range(16))
+    ids = (secret.topic_id, t.topic_id, unknown)
+    groups = FakeGroups(commit_offsets=commit_all)
+    answer = as_alice(
+        commit_request(ids),
+        10,
+        groups=groups,
+        topics=FakeTopics(secret, t),
+        authorizer=granting((GROUP, "g", READ), (TOPIC, "t", READ)),
+    )
+    assert [
+        (a.topic_id, p.partition_index, p.error_code) for a in answer.topics for p in a.partitions
+    ] == [
+        (secret.topic_id, 0, TOPIC_AUTHZ),
+        (secret.topic_id, 3, TOPIC_AUTHZ),
+        (t.topic_id, 3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        (t.topic_id, 0, 0),
+        (unknown, 0, ErrorCode.UNKNOWN_TOPIC_ID),
+        (unknown, 3, ErrorCode.UNKNOWN_TOPIC_ID),
+    ]
+    # A refused group answers every topic under its ID, unknown or not.
+    refused = as_alice(
+        commit_request(ids), 10, groups=groups, topics=FakeTopics(secret, t), authorizer=granting()
+    )
+    assert [
+        (a.topic_id, p.partition_index, p.error_code) for a in refused.topics for p in a.partitions
+    ] == [(i, p, GROUP_AUTHZ) for i in ids for p in (0, 3)]
 
 
 def delete_request() -> offset_delete.OffsetDeleteRequest:
@@ -471,6 +507,40 @@ def test_offset_fetch_v8_answers_each_group_on_its_own() -> None:
     ]
     [(_, (sent,))] = groups.calls
     assert (sent.group_id, sent.topics) == ("g", [])  # not None: that would mean every topic
+
+
+def test_offset_fetch_v10_refuses_unknown_ids_and_undescribable_topics_in_request_order() -> None:
+    secret, t = topic_of("secret"), topic_of("t")
+    unknown = bytes(range(16))
+    groups = FakeGroups(fetch_offsets=committed)
+    request = offset_fetch.OffsetFetchRequest(
+        groups=[
+            offset_fetch.OffsetFetchRequestGroup(
+                group_id="g",
+                topics=[
+                    offset_fetch.OffsetFetchRequestTopics(topic_id=i, partition_indexes=[0])
+                    for i in (secret.topic_id, unknown, t.topic_id)
+                ],
+            )
+        ]
+    )
+    answer = as_alice(
+        request,
+        10,
+        groups=groups,
+        topics=FakeTopics(secret, t),
+        authorizer=granting((GROUP, "g", DESCRIBE), (TOPIC, "t", DESCRIBE)),
+    )
+    [group] = answer.groups
+    assert [
+        (a.topic_id, p.error_code, p.committed_offset) for a in group.topics for p in a.partitions
+    ] == [
+        (t.topic_id, 0, 7),
+        (secret.topic_id, TOPIC_AUTHZ, -1),
+        (unknown, ErrorCode.UNKNOWN_TOPIC_ID, -1),
+    ]
+    [(_, (sent,))] = groups.calls
+    assert [a.name for a in sent.topics] == ["t"]
 
 
 def test_offset_fetch_group_error_from_the_coordinator_replaces_the_refusals() -> None:

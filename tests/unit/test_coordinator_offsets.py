@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
+from kpybroker.coordinator.interface import Caller
 from kpybroker.coordinator.offsets_topic_records import (
     GroupRecord,
     OffsetRecord,
@@ -20,7 +21,13 @@ from kpybroker.protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
-from tests.helpers.coordinator_driver import SETTINGS, Driver, error_of, subscription
+from tests.helpers.coordinator_driver import (
+    SETTINGS,
+    Driver,
+    commit_request,
+    error_of,
+    subscription,
+)
 
 MINUTE = 60_000
 
@@ -67,6 +74,21 @@ def test_admin_commit_creates_a_simple_group_and_round_trips_epoch_and_metadata(
         (0, -1, ""),
     ]
     assert fetch(d, "unknown").topics == []
+
+
+def test_a_commit_answers_each_topic_with_the_id_it_was_given() -> None:
+    # OffsetCommit v10 names topics by ID: the handler names them, and the
+    # coordinator's answer carries each topic's ID back, as Kafka's does.
+    d = Driver()
+    request = commit_request({("t", 0): 1, ("u", 0): 2})
+    ids = {"t": bytes(range(16)), "u": bytes(range(1, 17))}
+    for topic in request.topics:
+        topic.topic_id = ids[topic.name]
+    token = d.send("commit", Caller("admin", "/127.0.0.1", 10), request)
+    assert [(t.name, t.topic_id, t.partitions[0].error_code) for t in d.replies[token].topics] == [
+        ("t", ids["t"], 0),
+        ("u", ids["u"], 0),
+    ]
 
 
 def test_a_null_metadata_is_stored_as_empty() -> None:

@@ -1,7 +1,7 @@
 """Handlers of the group, offset and producer-id APIs against fakes of their services.
 
 FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-OffsetFetch, DescribeGroups, ListGroups, DeleteGroups and InitProducerId:
+OffsetFetch (v10: topics named by ID), DescribeGroups, ListGroups, DeleteGroups and InitProducerId:
 what each handler does itself (version differences, unknown partitions,
 messages) apart from what it hands to the group coordinator.
 """
@@ -22,7 +22,11 @@ from kpybroker.protocol.messages import (
 )
 from kpybroker.protocol.messages.join_group import JoinGroupResponse
 from kpybroker.protocol.messages.leave_group import LeaveGroupResponse, MemberResponse
-from kpybroker.protocol.messages.offset_commit import OffsetCommitResponse
+from kpybroker.protocol.messages.offset_commit import (
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
 from kpybroker.protocol.messages.offset_fetch import (
     OffsetFetchResponseGroup,
     OffsetFetchResponsePartitions,
@@ -172,6 +176,167 @@ def test_offset_fetch_v8_asks_per_group() -> None:
         ("a", 7),
         ("b", 7),
     ]
+
+
+async def commit_echo(
+    caller: object, request: offset_commit.OffsetCommitRequest
+) -> OffsetCommitResponse:
+    """The coordinator's answer to a commit: no error, each topic with its name and ID."""
+    return OffsetCommitResponse(
+        topics=[
+            OffsetCommitResponseTopic(
+                name=t.name,
+                topic_id=t.topic_id,
+                partitions=[
+                    OffsetCommitResponsePartition(partition_index=p.partition_index)
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )
+
+
+def commit_by_id(*topics: tuple[bytes, list[int]]) -> offset_commit.OffsetCommitRequest:
+    return offset_commit.OffsetCommitRequest(
+        group_id="g",
+        topics=[
+            offset_commit.OffsetCommitRequestTopic(
+                topic_id=topic_id,
+                partitions=[
+                    offset_commit.OffsetCommitRequestPartition(
+                        partition_index=i, committed_offset=5, committed_metadata=None
+                    )
+                    for i in indexes
+                ],
+            )
+            for topic_id, indexes in topics
+        ],
+    )
+
+
+def test_offset_commit_v10_names_topics_by_id() -> None:
+    t, u = topic_of("t", 1), topic_of("u", 1)
+    unknown, other = bytes(range(16)), bytes(range(1, 17))
+    groups = FakeGroups(commit_offsets=commit_echo)
+    request = commit_by_id((t.topic_id, [0, 3]), (unknown, [0, 1]), (u.topic_id, [0]), (other, [2]))
+    response = call(services(topics=FakeTopics(t, u), groups=groups), request, 10)
+    # Names are not on the wire from v10; each topic is answered under its ID, two
+    # unknown IDs apart, the handler's answers first (in request order), then the
+    # coordinator's, under the same entry for a topic already answered (Kafka's builder).
+    assert [
+        (r.name, r.topic_id, [(p.partition_index, p.error_code) for p in r.partitions])
+        for r in response.topics
+    ] == [
+        ("", t.topic_id, [(3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), (0, 0)]),
+        ("", unknown, [(0, ErrorCode.UNKNOWN_TOPIC_ID), (1, ErrorCode.UNKNOWN_TOPIC_ID)]),
+        ("", other, [(2, ErrorCode.UNKNOWN_TOPIC_ID)]),
+        ("", u.topic_id, [(0, 0)]),
+    ]
+    [(_, (_, sent))] = groups.calls
+    assert [
+        (s.name, s.topic_id, [p.partition_index for p in s.partitions]) for s in sent.topics
+    ] == [
+        ("t", t.topic_id, [0]),
+        ("u", u.topic_id, [0]),
+    ]
+
+
+def test_offset_commit_v10_with_only_unknown_ids_does_not_ask_the_coordinator() -> None:
+    groups = FakeGroups(commit_offsets=commit_echo)
+    unknown = bytes(range(16))
+    response = call(services(groups=groups), commit_by_id((unknown, [0])), 10)
+    assert [(r.topic_id, r.partitions[0].error_code) for r in response.topics] == [
+        (unknown, ErrorCode.UNKNOWN_TOPIC_ID)
+    ]
+    assert groups.calls == []
+
+
+def test_offset_commit_v9_still_names_topics() -> None:
+    t = topic_of("t", 1)
+    groups = FakeGroups(commit_offsets=commit_echo)
+    request = commit_by_id((t.topic_id, [0]))
+    request.topics[0].name = "t"
+    response = call(services(topics=FakeTopics(t), groups=groups), request, 9)
+    # The ID is not on the wire before v10: decoded, it is the zero UUID.
+    assert [(r.name, r.topic_id, r.partitions[0].error_code) for r in response.topics] == [
+        ("t", bytes(16), 0)
+    ]
+
+
+def fetch_by_id(*topic_ids: bytes) -> offset_fetch.OffsetFetchRequest:
+    return offset_fetch.OffsetFetchRequest(
+        groups=[
+            offset_fetch.OffsetFetchRequestGroup(
+                group_id="g",
+                topics=[
+                    offset_fetch.OffsetFetchRequestTopics(topic_id=i, partition_indexes=[0, 1])
+                    for i in topic_ids
+                ],
+            )
+        ]
+    )
+
+
+def fetched_7(group: offset_fetch.OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+    """The coordinator: offset 7 for every partition asked for (t's and gone's when all)."""
+    if group.topics is None:
+        asked = [("t", [0]), ("gone", [0])]
+    else:
+        asked = [(t.name, t.partition_indexes) for t in group.topics]
+    return OffsetFetchResponseGroup(
+        group_id=group.group_id,
+        topics=[
+            OffsetFetchResponseTopics(
+                name=name,
+                partitions=[
+                    OffsetFetchResponsePartitions(partition_index=i, committed_offset=7)
+                    for i in indexes
+                ],
+            )
+            for name, indexes in asked
+        ],
+    )
+
+
+def test_offset_fetch_v10_names_topics_by_id() -> None:
+    t = topic_of("t", 2)
+    unknown = bytes(range(16))
+    groups = FakeGroups(fetch_offsets=fetched_7)
+    response = call(
+        services(topics=FakeTopics(t), groups=groups), fetch_by_id(unknown, t.topic_id), 10
+    )
+    [group] = response.groups
+    assert group.error_code == 0
+    # The coordinator's topics first, then the unknown ID's, with offset -1.
+    assert [
+        (
+            r.name,
+            r.topic_id,
+            [(p.partition_index, p.committed_offset, p.error_code) for p in r.partitions],
+        )
+        for r in group.topics
+    ] == [
+        ("", t.topic_id, [(0, 7, 0), (1, 7, 0)]),
+        ("", unknown, [(0, -1, ErrorCode.UNKNOWN_TOPIC_ID), (1, -1, ErrorCode.UNKNOWN_TOPIC_ID)]),
+    ]
+    [(_, (sent,))] = groups.calls
+    assert [(s.name, s.topic_id) for s in sent.topics] == [("t", t.topic_id)]
+
+
+def test_offset_fetch_v10_all_topics_gives_ids_and_leaves_out_unknown_topics() -> None:
+    t = topic_of("t", 1)
+    request = offset_fetch.OffsetFetchRequest(
+        groups=[offset_fetch.OffsetFetchRequestGroup(group_id="g", topics=None)]
+    )
+    groups = FakeGroups(fetch_offsets=fetched_7)
+    [group] = call(services(topics=FakeTopics(t), groups=groups), request, 10).groups
+    assert [(r.topic_id, r.partitions[0].committed_offset) for r in group.topics] == [
+        (t.topic_id, 7)
+    ]
+    # v9 names them all, known to the metadata or not.
+    [group] = call(services(topics=FakeTopics(t), groups=groups), request, 9).groups
+    assert [r.name for r in group.topics] == ["t", "gone"]
 
 
 def test_group_admin_passes_through_the_coordinator() -> None:

@@ -429,7 +429,8 @@ def authz_offsets(p: Probe) -> None:
     """OffsetCommit and OffsetFetch (one group, several groups, all topics): group then topic."""
     user = "authz-off"
     topic, missing, group, other = f"{user}-t", f"{user}-missing", f"{user}-g", "zz-authz-off"
-    p.create_topic(topic, 2)
+    topics = Topics(p)
+    topics.create(topic, 2)
     ready_coordinator(p, group)
     p.retry(
         lambda: p.call(commit_request(group, [(topic, 0, 1)]), 2).topics[0],
@@ -441,8 +442,9 @@ def authz_offsets(p: Probe) -> None:
 
     def steps(phase: str) -> None:
         offsets = [(topic, 0, 5), (topic, 1, 6), (missing, 0, 1)]
-        for v in (2, 7, 8, 9):
-            s.answer(f"{phase}/OffsetCommit v{v}", commit_request(group, offsets), v)
+        for v in (2, 7, 8, 9, 10):
+            # v10 names topics by id: the missing topic's (unknown) id is checked before ACLs.
+            s.answer(f"{phase}/OffsetCommit v{v}", commit_request(group, offsets, topics), v)
         for v in (1, 7):
             request = offset_fetch.OffsetFetchRequest(
                 group_id=group,
@@ -455,12 +457,14 @@ def authz_offsets(p: Probe) -> None:
             s.answer(f"{phase}/OffsetFetch v{v}", request, v)
         all_topics = offset_fetch.OffsetFetchRequest(group_id=group, topics=None)
         s.answer(f"{phase}/OffsetFetch v7 all topics", all_topics, 7)
-        for v in (8, 9):
+        for v in (8, 9, 10):
             groups = [
                 offset_fetch.OffsetFetchRequestGroup(
                     group_id=group,
                     topics=[
-                        offset_fetch.OffsetFetchRequestTopics(name=t, partition_indexes=ps)
+                        offset_fetch.OffsetFetchRequestTopics(
+                            name=t, topic_id=topics.id_of(t), partition_indexes=ps
+                        )
                         for t, ps in asked
                     ],
                 ),

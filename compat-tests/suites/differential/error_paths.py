@@ -45,6 +45,8 @@ ZERO_UUID = bytes(16)
 #: Record timestamps far enough in the past to be stable, within Kafka's default limits.
 T0 = 1_700_000_000_000
 UNKNOWN_ID = uuid.UUID("6b1f2c1e-1d2e-4c7a-9a0b-5e4d3c2b1a09").bytes
+#: Topic ids no broker has: two random-looking ones and the zero one.
+UNKNOWN_IDS = (UNKNOWN_ID, uuid.UUID("0c9d8e7f-6a5b-4c3d-8e2f-1a0b9c8d7e6f").bytes, ZERO_UUID)
 #: When a record was appended: a field that changes with every run.
 APPEND_TIME = ("*log_append_time_ms",)
 #: Produce's error texts that quote the broker's clock.
@@ -401,8 +403,11 @@ def produce_request(topics: Topics, plan: dict[str, list[tuple[int, bytes]]]) ->
 # -- Groups and offsets ---------------------------------------------------------------------
 
 
-def commit_request(group: str, offsets: list[tuple[str, int, int]]) -> Any:
-    """An admin OffsetCommit (generation -1, no member), as tools send while a group is empty."""
+def commit_request(
+    group: str, offsets: list[tuple[str, int, int]], topics: Topics | None = None
+) -> Any:
+    """An admin OffsetCommit (generation -1, no member), as tools send while a group is empty;
+    with ``topics``, each topic also by its id (v10 sends only the id)."""
     wanted = by_topic(
         offsets,
         lambda o: (
@@ -418,7 +423,9 @@ def commit_request(group: str, offsets: list[tuple[str, int, int]]) -> Any:
         member_id="",
         retention_time_ms=-1,
         topics=[
-            offset_commit.OffsetCommitRequestTopic(name=t, partitions=ps)
+            offset_commit.OffsetCommitRequestTopic(
+                name=t, topic_id=topics.id_of(t) if topics else ZERO_UUID, partitions=ps
+            )
             for t, ps in wanted.items()
         ],
     )
@@ -443,8 +450,21 @@ def group_offsets_error_paths(p: Probe) -> None:
         "the first commit",
     )
     mixed = [("diff-go", 0, 5), ("diff-go", 9, 1), ("diff-nope", 0, 1), ("diff-go", 1, 7)]
-    for v in (2, 5, 8, 9):
-        p.answer(f"commit v{v}/mixed", commit_request(group, mixed), v)
+    for v in (2, 5, 8, 9, 10):
+        # v10 names topics by id: diff-nope's (unknown) answers UNKNOWN_TOPIC_ID.
+        p.answer(f"commit v{v}/mixed", commit_request(group, mixed, topics), v)
+    # Two unknown ids and the zero one are three topics of the answer, none committed.
+    for label, ids in (("unknown ids", UNKNOWN_IDS), ("known id last", (*UNKNOWN_IDS, None))):
+        request = commit_request(group, [("diff-go", 0, 8)], topics)
+        known = request.topics[0]
+        request.topics = [
+            offset_commit.OffsetCommitRequestTopic(
+                topic_id=i, partitions=[offset_commit.OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=9, committed_metadata=None)])
+            if i is not None else known
+            for i in ids
+        ]  # fmt: skip
+        p.answer(f"commit v10/{label}", request, 10)
     asked = [("diff-go", [0, 1, 9]), ("diff-nope", [0])]
     for v in (1, 2, 5, 6, 7):
         request = offset_fetch.OffsetFetchRequest(
@@ -459,11 +479,13 @@ def group_offsets_error_paths(p: Probe) -> None:
             p.answer(f"fetch v{v}/all topics", all_topics, v)
             unknown = offset_fetch.OffsetFetchRequest(group_id="diff-go-never", topics=None)
             p.answer(f"fetch v{v}/unknown group", unknown, v)
-    for v in (8, 9):
+    for v in (8, 9, 10):
+        # v10 names topics by id: diff-nope's (unknown) answers UNKNOWN_TOPIC_ID.
         groups = [
             offset_fetch.OffsetFetchRequestGroup(
                 group_id=group,
-                topics=[offset_fetch.OffsetFetchRequestTopics(name=t, partition_indexes=ps)
+                topics=[offset_fetch.OffsetFetchRequestTopics(
+                            name=t, topic_id=topics.id_of(t), partition_indexes=ps)
                         for t, ps in asked],
             ),
             offset_fetch.OffsetFetchRequestGroup(group_id=group, topics=None),
@@ -471,6 +493,16 @@ def group_offsets_error_paths(p: Probe) -> None:
         ]  # fmt: skip
         request = offset_fetch.OffsetFetchRequest(groups=groups, require_stable=False)
         p.answer(f"fetch v{v}/three groups", request, v)
+    by_id = [
+        offset_fetch.OffsetFetchRequestGroup(
+            group_id=g,
+            topics=[offset_fetch.OffsetFetchRequestTopics(topic_id=i, partition_indexes=[0, 1])
+                    for i in (*UNKNOWN_IDS, topics.id_of("diff-go"))],
+        )
+        for g in (group, "diff-go-never")
+    ]  # fmt: skip
+    request = offset_fetch.OffsetFetchRequest(groups=by_id, require_stable=True)
+    p.answer("fetch v10/unknown ids", request, 10)
 
 
 @scenario

@@ -16,7 +16,7 @@ _MISSING = object()
 
 API_KEY = 8
 NAME = 'OffsetCommit'
-VERSIONS = (0, 9)
+VERSIONS = (0, 10)
 FLEXIBLE_FROM = 8
 
 
@@ -37,12 +37,13 @@ class OffsetCommitRequestPartition:
 
 
 class OffsetCommitRequestTopic:
-    __slots__ = ('name', 'partitions')
-    def __init__(self, name=_MISSING, partitions=_MISSING):
+    __slots__ = ('name', 'topic_id', 'partitions')
+    def __init__(self, name=_MISSING, topic_id=_MISSING, partitions=_MISSING):
         self.name = '' if name is _MISSING else name
+        self.topic_id = ZERO_UUID if topic_id is _MISSING else topic_id
         self.partitions = [] if partitions is _MISSING else partitions
     def __eq__(self, other):
-        return type(other) is type(self) and self.name == other.name and self.partitions == other.partitions
+        return type(other) is type(self) and self.name == other.name and self.topic_id == other.topic_id and self.partitions == other.partitions
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -61,12 +62,13 @@ class OffsetCommitResponsePartition:
 
 
 class OffsetCommitResponseTopic:
-    __slots__ = ('name', 'partitions')
-    def __init__(self, name=_MISSING, partitions=_MISSING):
+    __slots__ = ('name', 'topic_id', 'partitions')
+    def __init__(self, name=_MISSING, topic_id=_MISSING, partitions=_MISSING):
         self.name = '' if name is _MISSING else name
+        self.topic_id = ZERO_UUID if topic_id is _MISSING else topic_id
         self.partitions = [] if partitions is _MISSING else partitions
     def __eq__(self, other):
-        return type(other) is type(self) and self.name == other.name and self.partitions == other.partitions
+        return type(other) is type(self) and self.name == other.name and self.topic_id == other.topic_id and self.partitions == other.partitions
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -74,7 +76,7 @@ class OffsetCommitResponseTopic:
 
 class OffsetCommitRequest:
     __slots__ = ('group_id', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'retention_time_ms', 'topics')
-    VERSIONS = (0, 9)
+    VERSIONS = (0, 10)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -104,7 +106,7 @@ class OffsetCommitRequest:
 
 class OffsetCommitResponse:
     __slots__ = ('throttle_time_ms', 'topics')
-    VERSIONS = (0, 9)
+    VERSIONS = (0, 10)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -153,7 +155,7 @@ def _dec_OffsetCommitRequestTopic_v0(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_OffsetCommitRequestPartition_v0(buf, pos)
             f_partitions.append(x2)
-    return OffsetCommitRequestTopic(f_name, f_partitions), pos
+    return OffsetCommitRequestTopic(f_name, ZERO_UUID, f_partitions), pos
 
 
 def _dec_OffsetCommitRequest_v0(buf, pos):
@@ -220,7 +222,7 @@ def _dec_OffsetCommitRequestTopic_v1(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_OffsetCommitRequestPartition_v1(buf, pos)
             f_partitions.append(x2)
-    return OffsetCommitRequestTopic(f_name, f_partitions), pos
+    return OffsetCommitRequestTopic(f_name, ZERO_UUID, f_partitions), pos
 
 
 def _dec_OffsetCommitRequest_v1(buf, pos):
@@ -365,7 +367,7 @@ def _dec_OffsetCommitRequestTopic_v6(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_OffsetCommitRequestPartition_v6(buf, pos)
             f_partitions.append(x2)
-    return OffsetCommitRequestTopic(f_name, f_partitions), pos
+    return OffsetCommitRequestTopic(f_name, ZERO_UUID, f_partitions), pos
 
 
 def _dec_OffsetCommitRequest_v6(buf, pos):
@@ -483,7 +485,7 @@ def _dec_OffsetCommitRequestTopic_v8(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return OffsetCommitRequestTopic(f_name, f_partitions), pos
+    return OffsetCommitRequestTopic(f_name, ZERO_UUID, f_partitions), pos
 
 
 def _dec_OffsetCommitRequest_v8(buf, pos):
@@ -547,6 +549,77 @@ def _enc_OffsetCommitRequest_v8(w, o):
     out.append(0)
 
 
+def _dec_OffsetCommitRequestTopic_v10(buf, pos):
+    f_topic_id, pos = read_uuid(buf, pos)
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null partitions is not allowed')
+    else:
+        f_partitions = []
+        for _ in range(n1):
+            x2, pos = _dec_OffsetCommitRequestPartition_v8(buf, pos)
+            f_partitions.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return OffsetCommitRequestTopic('', f_topic_id, f_partitions), pos
+
+
+def _dec_OffsetCommitRequest_v10(buf, pos):
+    f_group_id, pos = read_compact_string(buf, pos)
+    if f_group_id is None:
+        raise DecodeError('null group_id is not allowed')
+    (f_generation_id_or_member_epoch,) = I32.unpack_from(buf, pos)
+    pos += 4
+    f_member_id, pos = read_compact_string(buf, pos)
+    if f_member_id is None:
+        raise DecodeError('null member_id is not allowed')
+    f_group_instance_id, pos = read_compact_string(buf, pos)
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null topics is not allowed')
+    else:
+        f_topics = []
+        for _ in range(n1):
+            x2, pos = _dec_OffsetCommitRequestTopic_v10(buf, pos)
+            f_topics.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
+
+
+def _enc_OffsetCommitRequestTopic_v10(w, o):
+    out = w.buf
+    out += o.topic_id
+    a1 = o.partitions
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_OffsetCommitRequestPartition_v8(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+def _enc_OffsetCommitRequest_v10(w, o):
+    out = w.buf
+    write_compact_string(out, (o.group_id if o.group_id is not None else ''))
+    out += I32.pack(o.generation_id_or_member_epoch)
+    write_compact_string(out, (o.member_id if o.member_id is not None else ''))
+    write_compact_string(out, o.group_instance_id)
+    a1 = o.topics
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_OffsetCommitRequestTopic_v10(w, x2)
+        out = w.buf
+    out.append(0)
+
+
 def _dec_OffsetCommitResponsePartition_v0(buf, pos):
     f_partition_index, f_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -565,7 +638,7 @@ def _dec_OffsetCommitResponseTopic_v0(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_OffsetCommitResponsePartition_v0(buf, pos)
             f_partitions.append(x2)
-    return OffsetCommitResponseTopic(f_name, f_partitions), pos
+    return OffsetCommitResponseTopic(f_name, ZERO_UUID, f_partitions), pos
 
 
 def _dec_OffsetCommitResponse_v0(buf, pos):
@@ -660,7 +733,7 @@ def _dec_OffsetCommitResponseTopic_v8(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return OffsetCommitResponseTopic(f_name, f_partitions), pos
+    return OffsetCommitResponseTopic(f_name, ZERO_UUID, f_partitions), pos
 
 
 def _dec_OffsetCommitResponse_v8(buf, pos):
@@ -713,7 +786,68 @@ def _enc_OffsetCommitResponse_v8(w, o):
     out.append(0)
 
 
-_DECODERS_OffsetCommitRequest = {0: _dec_OffsetCommitRequest_v0, 1: _dec_OffsetCommitRequest_v1, 2: _dec_OffsetCommitRequest_v2, 3: _dec_OffsetCommitRequest_v2, 4: _dec_OffsetCommitRequest_v2, 5: _dec_OffsetCommitRequest_v5, 6: _dec_OffsetCommitRequest_v6, 7: _dec_OffsetCommitRequest_v7, 8: _dec_OffsetCommitRequest_v8, 9: _dec_OffsetCommitRequest_v8}
-_ENCODERS_OffsetCommitRequest = {0: _enc_OffsetCommitRequest_v0, 1: _enc_OffsetCommitRequest_v1, 2: _enc_OffsetCommitRequest_v2, 3: _enc_OffsetCommitRequest_v2, 4: _enc_OffsetCommitRequest_v2, 5: _enc_OffsetCommitRequest_v5, 6: _enc_OffsetCommitRequest_v6, 7: _enc_OffsetCommitRequest_v7, 8: _enc_OffsetCommitRequest_v8, 9: _enc_OffsetCommitRequest_v8}
-_DECODERS_OffsetCommitResponse = {0: _dec_OffsetCommitResponse_v0, 1: _dec_OffsetCommitResponse_v0, 2: _dec_OffsetCommitResponse_v0, 3: _dec_OffsetCommitResponse_v3, 4: _dec_OffsetCommitResponse_v3, 5: _dec_OffsetCommitResponse_v3, 6: _dec_OffsetCommitResponse_v3, 7: _dec_OffsetCommitResponse_v3, 8: _dec_OffsetCommitResponse_v8, 9: _dec_OffsetCommitResponse_v8}
-_ENCODERS_OffsetCommitResponse = {0: _enc_OffsetCommitResponse_v0, 1: _enc_OffsetCommitResponse_v0, 2: _enc_OffsetCommitResponse_v0, 3: _enc_OffsetCommitResponse_v3, 4: _enc_OffsetCommitResponse_v3, 5: _enc_OffsetCommitResponse_v3, 6: _enc_OffsetCommitResponse_v3, 7: _enc_OffsetCommitResponse_v3, 8: _enc_OffsetCommitResponse_v8, 9: _enc_OffsetCommitResponse_v8}
+def _dec_OffsetCommitResponseTopic_v10(buf, pos):
+    f_topic_id, pos = read_uuid(buf, pos)
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null partitions is not allowed')
+    else:
+        f_partitions = []
+        for _ in range(n1):
+            x2, pos = _dec_OffsetCommitResponsePartition_v8(buf, pos)
+            f_partitions.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return OffsetCommitResponseTopic('', f_topic_id, f_partitions), pos
+
+
+def _dec_OffsetCommitResponse_v10(buf, pos):
+    (f_throttle_time_ms,) = I32.unpack_from(buf, pos)
+    pos += 4
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null topics is not allowed')
+    else:
+        f_topics = []
+        for _ in range(n1):
+            x2, pos = _dec_OffsetCommitResponseTopic_v10(buf, pos)
+            f_topics.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
+
+
+def _enc_OffsetCommitResponseTopic_v10(w, o):
+    out = w.buf
+    out += o.topic_id
+    a1 = o.partitions
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_OffsetCommitResponsePartition_v8(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+def _enc_OffsetCommitResponse_v10(w, o):
+    out = w.buf
+    out += I32.pack(o.throttle_time_ms)
+    a1 = o.topics
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_OffsetCommitResponseTopic_v10(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+_DECODERS_OffsetCommitRequest = {0: _dec_OffsetCommitRequest_v0, 1: _dec_OffsetCommitRequest_v1, 2: _dec_OffsetCommitRequest_v2, 3: _dec_OffsetCommitRequest_v2, 4: _dec_OffsetCommitRequest_v2, 5: _dec_OffsetCommitRequest_v5, 6: _dec_OffsetCommitRequest_v6, 7: _dec_OffsetCommitRequest_v7, 8: _dec_OffsetCommitRequest_v8, 9: _dec_OffsetCommitRequest_v8, 10: _dec_OffsetCommitRequest_v10}
+_ENCODERS_OffsetCommitRequest = {0: _enc_OffsetCommitRequest_v0, 1: _enc_OffsetCommitRequest_v1, 2: _enc_OffsetCommitRequest_v2, 3: _enc_OffsetCommitRequest_v2, 4: _enc_OffsetCommitRequest_v2, 5: _enc_OffsetCommitRequest_v5, 6: _enc_OffsetCommitRequest_v6, 7: _enc_OffsetCommitRequest_v7, 8: _enc_OffsetCommitRequest_v8, 9: _enc_OffsetCommitRequest_v8, 10: _enc_OffsetCommitRequest_v10}
+_DECODERS_OffsetCommitResponse = {0: _dec_OffsetCommitResponse_v0, 1: _dec_OffsetCommitResponse_v0, 2: _dec_OffsetCommitResponse_v0, 3: _dec_OffsetCommitResponse_v3, 4: _dec_OffsetCommitResponse_v3, 5: _dec_OffsetCommitResponse_v3, 6: _dec_OffsetCommitResponse_v3, 7: _dec_OffsetCommitResponse_v3, 8: _dec_OffsetCommitResponse_v8, 9: _dec_OffsetCommitResponse_v8, 10: _dec_OffsetCommitResponse_v10}
+_ENCODERS_OffsetCommitResponse = {0: _enc_OffsetCommitResponse_v0, 1: _enc_OffsetCommitResponse_v0, 2: _enc_OffsetCommitResponse_v0, 3: _enc_OffsetCommitResponse_v3, 4: _enc_OffsetCommitResponse_v3, 5: _enc_OffsetCommitResponse_v3, 6: _enc_OffsetCommitResponse_v3, 7: _enc_OffsetCommitResponse_v3, 8: _enc_OffsetCommitResponse_v8, 9: _enc_OffsetCommitResponse_v8, 10: _enc_OffsetCommitResponse_v10}

@@ -16,7 +16,7 @@ _MISSING = object()
 
 API_KEY = 9
 NAME = 'OffsetFetch'
-VERSIONS = (0, 9)
+VERSIONS = (0, 10)
 FLEXIBLE_FROM = 6
 
 
@@ -34,12 +34,13 @@ class OffsetFetchRequestTopic:
 
 
 class OffsetFetchRequestTopics:
-    __slots__ = ('name', 'partition_indexes')
-    def __init__(self, name=_MISSING, partition_indexes=_MISSING):
+    __slots__ = ('name', 'topic_id', 'partition_indexes')
+    def __init__(self, name=_MISSING, topic_id=_MISSING, partition_indexes=_MISSING):
         self.name = '' if name is _MISSING else name
+        self.topic_id = ZERO_UUID if topic_id is _MISSING else topic_id
         self.partition_indexes = [] if partition_indexes is _MISSING else partition_indexes
     def __eq__(self, other):
-        return type(other) is type(self) and self.name == other.name and self.partition_indexes == other.partition_indexes
+        return type(other) is type(self) and self.name == other.name and self.topic_id == other.topic_id and self.partition_indexes == other.partition_indexes
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -102,12 +103,13 @@ class OffsetFetchResponsePartitions:
 
 
 class OffsetFetchResponseTopics:
-    __slots__ = ('name', 'partitions')
-    def __init__(self, name=_MISSING, partitions=_MISSING):
+    __slots__ = ('name', 'topic_id', 'partitions')
+    def __init__(self, name=_MISSING, topic_id=_MISSING, partitions=_MISSING):
         self.name = '' if name is _MISSING else name
+        self.topic_id = ZERO_UUID if topic_id is _MISSING else topic_id
         self.partitions = [] if partitions is _MISSING else partitions
     def __eq__(self, other):
-        return type(other) is type(self) and self.name == other.name and self.partitions == other.partitions
+        return type(other) is type(self) and self.name == other.name and self.topic_id == other.topic_id and self.partitions == other.partitions
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -128,7 +130,7 @@ class OffsetFetchResponseGroup:
 
 class OffsetFetchRequest:
     __slots__ = ('group_id', 'topics', 'groups', 'require_stable')
-    VERSIONS = (0, 9)
+    VERSIONS = (0, 10)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -156,7 +158,7 @@ class OffsetFetchRequest:
 
 class OffsetFetchResponse:
     __slots__ = ('throttle_time_ms', 'topics', 'error_code', 'groups')
-    VERSIONS = (0, 9)
+    VERSIONS = (0, 10)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -378,7 +380,7 @@ def _dec_OffsetFetchRequestTopics_v8(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return OffsetFetchRequestTopics(f_name, f_partition_indexes), pos
+    return OffsetFetchRequestTopics(f_name, ZERO_UUID, f_partition_indexes), pos
 
 
 def _dec_OffsetFetchRequestGroup_v8(buf, pos):
@@ -499,6 +501,102 @@ def _enc_OffsetFetchRequest_v9(w, o):
     write_uvarint(out, len(a1) + 1)
     for x2 in a1:
         _enc_OffsetFetchRequestGroup_v9(w, x2)
+        out = w.buf
+    out += BOOL.pack(o.require_stable)
+    out.append(0)
+
+
+def _dec_OffsetFetchRequestTopics_v10(buf, pos):
+    f_topic_id, pos = read_uuid(buf, pos)
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null partition_indexes is not allowed')
+    else:
+        f_partition_indexes, pos = read_fixed_array(buf, pos, n1, I32)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return OffsetFetchRequestTopics('', f_topic_id, f_partition_indexes), pos
+
+
+def _dec_OffsetFetchRequestGroup_v10(buf, pos):
+    f_group_id, pos = read_compact_string(buf, pos)
+    if f_group_id is None:
+        raise DecodeError('null group_id is not allowed')
+    f_member_id, pos = read_compact_string(buf, pos)
+    (f_member_epoch,) = I32.unpack_from(buf, pos)
+    pos += 4
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        if n1 != -1:
+            raise DecodeError('bad length for topics')
+        f_topics = None
+    else:
+        f_topics = []
+        for _ in range(n1):
+            x2, pos = _dec_OffsetFetchRequestTopics_v10(buf, pos)
+            f_topics.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics), pos
+
+
+def _dec_OffsetFetchRequest_v10(buf, pos):
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null groups is not allowed')
+    else:
+        f_groups = []
+        for _ in range(n1):
+            x2, pos = _dec_OffsetFetchRequestGroup_v10(buf, pos)
+            f_groups.append(x2)
+    (f_require_stable,) = BOOL.unpack_from(buf, pos)
+    pos += 1
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
+
+
+def _enc_OffsetFetchRequestTopics_v10(w, o):
+    out = w.buf
+    out += o.topic_id
+    a1 = o.partition_indexes
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    out += array_struct(I32, len(a1)).pack(*a1)
+    out.append(0)
+
+
+def _enc_OffsetFetchRequestGroup_v10(w, o):
+    out = w.buf
+    write_compact_string(out, (o.group_id if o.group_id is not None else ''))
+    write_compact_string(out, o.member_id)
+    out += I32.pack(o.member_epoch)
+    a1 = o.topics
+    if a1 is None:
+        out.append(0)
+    else:
+        write_uvarint(out, len(a1) + 1)
+        for x2 in a1:
+            _enc_OffsetFetchRequestTopics_v10(w, x2)
+            out = w.buf
+    out.append(0)
+
+
+def _enc_OffsetFetchRequest_v10(w, o):
+    out = w.buf
+    a1 = o.groups
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_OffsetFetchRequestGroup_v10(w, x2)
         out = w.buf
     out += BOOL.pack(o.require_stable)
     out.append(0)
@@ -813,7 +911,7 @@ def _dec_OffsetFetchResponseTopics_v8(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return OffsetFetchResponseTopics(f_name, f_partitions), pos
+    return OffsetFetchResponseTopics(f_name, ZERO_UUID, f_partitions), pos
 
 
 def _dec_OffsetFetchResponseGroup_v8(buf, pos):
@@ -882,7 +980,103 @@ def _enc_OffsetFetchResponse_v8(w, o):
     out.append(0)
 
 
-_DECODERS_OffsetFetchRequest = {0: _dec_OffsetFetchRequest_v0, 1: _dec_OffsetFetchRequest_v0, 2: _dec_OffsetFetchRequest_v2, 3: _dec_OffsetFetchRequest_v2, 4: _dec_OffsetFetchRequest_v2, 5: _dec_OffsetFetchRequest_v2, 6: _dec_OffsetFetchRequest_v6, 7: _dec_OffsetFetchRequest_v7, 8: _dec_OffsetFetchRequest_v8, 9: _dec_OffsetFetchRequest_v9}
-_ENCODERS_OffsetFetchRequest = {0: _enc_OffsetFetchRequest_v0, 1: _enc_OffsetFetchRequest_v0, 2: _enc_OffsetFetchRequest_v2, 3: _enc_OffsetFetchRequest_v2, 4: _enc_OffsetFetchRequest_v2, 5: _enc_OffsetFetchRequest_v2, 6: _enc_OffsetFetchRequest_v6, 7: _enc_OffsetFetchRequest_v7, 8: _enc_OffsetFetchRequest_v8, 9: _enc_OffsetFetchRequest_v9}
-_DECODERS_OffsetFetchResponse = {0: _dec_OffsetFetchResponse_v0, 1: _dec_OffsetFetchResponse_v0, 2: _dec_OffsetFetchResponse_v2, 3: _dec_OffsetFetchResponse_v3, 4: _dec_OffsetFetchResponse_v3, 5: _dec_OffsetFetchResponse_v5, 6: _dec_OffsetFetchResponse_v6, 7: _dec_OffsetFetchResponse_v6, 8: _dec_OffsetFetchResponse_v8, 9: _dec_OffsetFetchResponse_v8}
-_ENCODERS_OffsetFetchResponse = {0: _enc_OffsetFetchResponse_v0, 1: _enc_OffsetFetchResponse_v0, 2: _enc_OffsetFetchResponse_v2, 3: _enc_OffsetFetchResponse_v3, 4: _enc_OffsetFetchResponse_v3, 5: _enc_OffsetFetchResponse_v5, 6: _enc_OffsetFetchResponse_v6, 7: _enc_OffsetFetchResponse_v6, 8: _enc_OffsetFetchResponse_v8, 9: _enc_OffsetFetchResponse_v8}
+def _dec_OffsetFetchResponseTopics_v10(buf, pos):
+    f_topic_id, pos = read_uuid(buf, pos)
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null partitions is not allowed')
+    else:
+        f_partitions = []
+        for _ in range(n1):
+            x2, pos = _dec_OffsetFetchResponsePartitions_v8(buf, pos)
+            f_partitions.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return OffsetFetchResponseTopics('', f_topic_id, f_partitions), pos
+
+
+def _dec_OffsetFetchResponseGroup_v10(buf, pos):
+    f_group_id, pos = read_compact_string(buf, pos)
+    if f_group_id is None:
+        raise DecodeError('null group_id is not allowed')
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null topics is not allowed')
+    else:
+        f_topics = []
+        for _ in range(n1):
+            x2, pos = _dec_OffsetFetchResponseTopics_v10(buf, pos)
+            f_topics.append(x2)
+    (f_error_code,) = I16.unpack_from(buf, pos)
+    pos += 2
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code), pos
+
+
+def _dec_OffsetFetchResponse_v10(buf, pos):
+    (f_throttle_time_ms,) = I32.unpack_from(buf, pos)
+    pos += 4
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null groups is not allowed')
+    else:
+        f_groups = []
+        for _ in range(n1):
+            x2, pos = _dec_OffsetFetchResponseGroup_v10(buf, pos)
+            f_groups.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups), pos
+
+
+def _enc_OffsetFetchResponseTopics_v10(w, o):
+    out = w.buf
+    out += o.topic_id
+    a1 = o.partitions
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_OffsetFetchResponsePartition_v6(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+def _enc_OffsetFetchResponseGroup_v10(w, o):
+    out = w.buf
+    write_compact_string(out, (o.group_id if o.group_id is not None else ''))
+    a1 = o.topics
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_OffsetFetchResponseTopics_v10(w, x2)
+        out = w.buf
+    out += I16.pack(o.error_code)
+    out.append(0)
+
+
+def _enc_OffsetFetchResponse_v10(w, o):
+    out = w.buf
+    out += I32.pack(o.throttle_time_ms)
+    a1 = o.groups
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_OffsetFetchResponseGroup_v10(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+_DECODERS_OffsetFetchRequest = {0: _dec_OffsetFetchRequest_v0, 1: _dec_OffsetFetchRequest_v0, 2: _dec_OffsetFetchRequest_v2, 3: _dec_OffsetFetchRequest_v2, 4: _dec_OffsetFetchRequest_v2, 5: _dec_OffsetFetchRequest_v2, 6: _dec_OffsetFetchRequest_v6, 7: _dec_OffsetFetchRequest_v7, 8: _dec_OffsetFetchRequest_v8, 9: _dec_OffsetFetchRequest_v9, 10: _dec_OffsetFetchRequest_v10}
+_ENCODERS_OffsetFetchRequest = {0: _enc_OffsetFetchRequest_v0, 1: _enc_OffsetFetchRequest_v0, 2: _enc_OffsetFetchRequest_v2, 3: _enc_OffsetFetchRequest_v2, 4: _enc_OffsetFetchRequest_v2, 5: _enc_OffsetFetchRequest_v2, 6: _enc_OffsetFetchRequest_v6, 7: _enc_OffsetFetchRequest_v7, 8: _enc_OffsetFetchRequest_v8, 9: _enc_OffsetFetchRequest_v9, 10: _enc_OffsetFetchRequest_v10}
+_DECODERS_OffsetFetchResponse = {0: _dec_OffsetFetchResponse_v0, 1: _dec_OffsetFetchResponse_v0, 2: _dec_OffsetFetchResponse_v2, 3: _dec_OffsetFetchResponse_v3, 4: _dec_OffsetFetchResponse_v3, 5: _dec_OffsetFetchResponse_v5, 6: _dec_OffsetFetchResponse_v6, 7: _dec_OffsetFetchResponse_v6, 8: _dec_OffsetFetchResponse_v8, 9: _dec_OffsetFetchResponse_v8, 10: _dec_OffsetFetchResponse_v10}
+_ENCODERS_OffsetFetchResponse = {0: _enc_OffsetFetchResponse_v0, 1: _enc_OffsetFetchResponse_v0, 2: _enc_OffsetFetchResponse_v2, 3: _enc_OffsetFetchResponse_v3, 4: _enc_OffsetFetchResponse_v3, 5: _enc_OffsetFetchResponse_v5, 6: _enc_OffsetFetchResponse_v6, 7: _enc_OffsetFetchResponse_v6, 8: _enc_OffsetFetchResponse_v8, 9: _enc_OffsetFetchResponse_v8, 10: _enc_OffsetFetchResponse_v10}
