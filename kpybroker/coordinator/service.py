@@ -160,13 +160,11 @@ class GroupCoordinator:
         )
 
     def describe_consumer_groups(self, group_ids: Iterable[str]) -> list[DescribedConsumerGroup]:
-        described = []
-        for group_id in group_ids:
-            try:
-                described.append(self.runtime.shard_for(group_id).describe_consumer_group(group_id))
-            except KafkaError as exc:
-                described.append(DescribedConsumerGroup(group_id=group_id, error_code=exc.code))
-        return described
+        return self._describe_each(
+            group_ids,
+            CoordinatorShard.describe_consumer_group,
+            lambda group_id, code: DescribedConsumerGroup(group_id=group_id, error_code=code),
+        )
 
     # -- offsets --------------------------------------------------------------------
 
@@ -234,12 +232,25 @@ class GroupCoordinator:
     # -- administration ---------------------------------------------------------------
 
     def describe_groups(self, group_ids: Iterable[str]) -> list[DescribedGroup]:
+        return self._describe_each(
+            group_ids,
+            CoordinatorShard.describe,
+            lambda group_id, code: DescribedGroup(group_id=group_id, error_code=code),
+        )
+
+    def _describe_each(
+        self,
+        group_ids: Iterable[str],
+        describe: Callable[[CoordinatorShard, str], R],
+        failed: Callable[[str, ErrorCode], R],
+    ) -> list[R]:
+        """Each group described by its shard, or ``failed`` with the routing error."""
         described = []
         for group_id in group_ids:
             try:
-                described.append(self.runtime.shard_for(group_id).describe(group_id))
+                described.append(describe(self.runtime.shard_for(group_id), group_id))
             except KafkaError as exc:
-                described.append(DescribedGroup(group_id=group_id, error_code=exc.code))
+                described.append(failed(group_id, exc.code))
         return described
 
     def list_groups(
