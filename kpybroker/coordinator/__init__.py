@@ -1,4 +1,5 @@
-"""The group coordinator: Kafka's classic consumer-group protocol and committed offsets.
+"""The group coordinator: Kafka's classic and consumer (KIP-848) group protocols and
+committed offsets.
 
 Layers, from the wire inwards:
 
@@ -12,12 +13,18 @@ Layers, from the wire inwards:
 - ``shard`` is the state machine of one partition, without I/O: events in
   (requests, fired timers, written and finished appends, replayed records and
   markers), ``Effects`` out (replies, records to append, timers to arm; see
-  ``interface``). ``membership`` holds the classic rebalance protocol,
+  ``interface``). ``membership`` holds the classic rebalance protocol (over
+  ``group``, the classic group and member model); ``consumer_group_protocol``
+  KIP-848's ConsumerGroupHeartbeat (over ``consumer_group``, its model, and
+  ``consumer_group_records``, its records), with ``assignors`` (uniform,
+  range), ``reconciliation`` (revocation before reassignment) and
+  ``topic_regex`` (RE2 subscriptions); ``consumer_group_migration`` the
+  classic protocol inside consumer groups and the conversions between the two
+  kinds; ``topics_image`` the cluster's topics as the assignors see them;
   ``committed_offsets`` the committed offsets (OffsetCommit, OffsetFetch,
   OffsetDelete, expiry), ``transactional_offsets`` TxnOffsetCommit and the
   end of its transactions, ``offset_store`` the offsets in memory (committed
-  ones, and the pending ones of open transactions), ``group`` the group and
-  member model.
+  ones, and the pending ones of open transactions).
 - ``offsets_topic_records`` is the key and value format of
   ``__consumer_offsets``, which is Kafka's, so that a log directory stays
   readable by either broker; ``loader`` reads a partition back, transactional
