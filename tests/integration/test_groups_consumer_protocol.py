@@ -59,9 +59,17 @@ OVERRIDES = {
 class JavaMember:
     """A VerifiableConsumer process and the JSON events it printed."""
 
-    def __init__(self, lib: Path, bootstrap: str, topic: str, group: str, name: str) -> None:
+    def __init__(
+        self,
+        lib: Path,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        name: str,
+        protocol: str = "consumer",
+    ) -> None:
         args = ["--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group]
-        args += ["--group-protocol", "consumer", "--reset-policy", "earliest", "--verbose"]
+        args += ["--group-protocol", protocol, "--reset-policy", "earliest", "--verbose"]
         self.name = name
         self.process = subprocess.Popen(
             java_command(lib, VERIFIABLE_CONSUMER, args),
@@ -206,6 +214,45 @@ def test_java_consumers_in_a_consumer_group_through_leave_and_death(
     duplicates = {v for v, n in counts.items() if n > 1}
     assert duplicates <= set(victim.values()), sorted(duplicates - set(victim.values()))[:10]
     assert watch.samples > 10 and not watch.overlaps, watch.overlaps[:5]
+
+
+def test_java_classic_consumers_upgraded_live_and_back(
+    broker_factory: BrokerFactory, java_members: list[JavaMember], kafka_lib: Path
+) -> None:
+    """Two of Kafka's classic consumers, then one of the consumer protocol joins (the group
+    is upgraded, the classic ones go on inside it), then it leaves (the group is classic
+    again): every record is read."""
+    from tests.integration.test_groups_clients import group_type
+
+    broker = broker_factory(OVERRIDES)
+    bootstrap, topic, group = broker.bootstrap, "java-migrating", "java-migrating-group"
+    ConfluentClient().create_topic(bootstrap, topic, PARTITIONS)
+    produced: set[str] = set()
+
+    def produce_phase(phase: str) -> None:
+        batch = phase_values(phase)
+        produce(bootstrap, topic, batch)
+        produced.update(v for vs in batch.values() for v in vs)
+        wait_until(
+            lambda: produced <= {v for m in java_members for v in m.values()},
+            90,
+            message=f"every record of phase {phase} consumed",
+        )
+
+    for n in range(2):
+        java_members.append(
+            JavaMember(kafka_lib, bootstrap, topic, group, f"classic-{n}", protocol="classic")
+        )
+    produce_phase("classic")
+    assert group_type(bootstrap, group) == "classic"
+    newcomer = JavaMember(kafka_lib, bootstrap, topic, group, "kip848")
+    java_members.append(newcomer)
+    wait_until(lambda: group_type(bootstrap, group) == "consumer", 60, message="the upgrade")
+    wait_stable(bootstrap, group, topic, 3)
+    produce_phase("mixed")
+    newcomer.stop(signal.SIGTERM)
+    wait_until(lambda: group_type(bootstrap, group) == "classic", 60, message="the downgrade")
+    produce_phase("classic-again")
 
 
 def test_a_consumer_group_survives_a_broker_restart(broker_factory: BrokerFactory) -> None:
