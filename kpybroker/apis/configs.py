@@ -8,10 +8,11 @@ AlterConfigs versions: replaces a resource's whole dynamic config set (a config 
 out is deleted); 1 is the same wire; 2 is flexible. IncrementalAlterConfigs versions:
 SET, DELETE, APPEND or SUBTRACT single configs; 1 is flexible. Both have validate_only.
 
-Resources are topics, this broker (by id) and the cluster-wide broker defaults (the
-name ""). Changes are written to the metadata store, from where the broker applies
-them at once; an unknown config or a bad value is INVALID_CONFIG naming the key, and
-nothing of that resource is changed.
+Resources are topics, this broker (by id), the cluster-wide broker defaults (the
+name "") and groups (KIP-848's group configs; a group need not exist, and the name ""
+is INVALID_REQUEST). Changes are written to the metadata store, from where the broker
+applies them at once; an unknown config or a bad value is INVALID_CONFIG naming the key,
+and nothing of that resource is changed.
 
 Permissions, as Kafka 4 checks them: DESCRIBE_CONFIGS (to describe) or ALTER_CONFIGS (to
 alter) on the topic or group named, or on the cluster for brokers, broker loggers and
@@ -44,6 +45,7 @@ from kpybroker.config.describe import (
     ConfigEntry,
     broker_config_entries,
     default_broker_config_entries,
+    group_config_entries,
     topic_config_entries,
 )
 from kpybroker.protocol.errors import ErrorCode, KafkaError, default_message
@@ -104,6 +106,8 @@ def config_entries(ctx: RequestContext, resource: ConfigResource) -> list[Config
         return topic_config_entries(
             services.config(), services.cluster.topic_overrides(resource.name)
         )
+    if resource.type is ResourceType.GROUP:
+        return group_config_entries(services.config(), resource.stored(services))
     if resource.is_cluster_default:
         return default_broker_config_entries(services.config(), resource.stored(services))
     return broker_config_entries(services.config())

@@ -4,11 +4,13 @@ Versions: 0 (Kafka's ListClientMetricsResources) lists client-metrics resources
 only; 1 takes resource types (none means every supported type), names each
 resource's type, and answers UNSUPPORTED_VERSION for a type it does not list.
 
-As in Kafka 4.1, the answer holds broker loggers, then brokers (by id), then
-topics (by name, internal ones included); groups and client metrics count only
-when they have configs. kpybroker has no broker-logger, group or client-metrics
-configs, so those types are accepted and list nothing (Kafka lists one broker
-logger per broker).
+As in Kafka 4.4, the answer holds groups, then broker loggers, then brokers (by
+id), then topics (by name, internal ones included); groups and client metrics
+count only when they have configs (``kafka-configs.sh --describe --entity-type
+groups`` lists the groups it finds here). Groups come by name here (Kafka's
+order is its map's). kpybroker has no broker-logger or client-metrics configs,
+so those types are accepted and list nothing (Kafka lists one broker logger per
+broker).
 
 It needs DESCRIBE_CONFIGS on the cluster, checked first: a refusal is
 CLUSTER_AUTHORIZATION_FAILED and an empty list; a principal allowed sees every
@@ -50,6 +52,11 @@ async def handle_list_config_resources(
     if not wanted <= set(SUPPORTED_TYPES):
         return ListConfigResourcesResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
     found = []
+    if ResourceType.GROUP in wanted:
+        found += [
+            ConfigResource(group_id, ResourceType.GROUP)
+            for group_id in sorted(ctx.services.cluster.configured_groups())
+        ]
     if ResourceType.BROKER in wanted:
         found += [
             ConfigResource(str(broker_id), ResourceType.BROKER)

@@ -2,8 +2,8 @@
 
 A thin face over ``ClusterMetadata`` with what Metadata, DescribeCluster,
 FindCoordinator and the config APIs need: who this broker is, which brokers
-are alive and where each listens, the controller, the topics and their
-stored configs. Handlers get this view, never the broker.
+are alive and where each listens, the controller, the topics, and the stored
+configs of topics, brokers and groups. Handlers get this view, never the broker.
 """
 
 from __future__ import annotations
@@ -59,8 +59,19 @@ class ClusterView:
         """A broker's stored dynamic configs (None: the cluster-wide defaults)."""
         return dict(self._cluster.broker_config(broker_id))
 
+    def group_config(self, group_id: str) -> dict[str, str]:
+        """A group's stored dynamic configs (empty when it has none)."""
+        return dict(self._cluster.group_config(group_id))
+
+    def configured_groups(self) -> list[str]:
+        """The groups that have dynamic configs."""
+        return self._cluster.configured_groups()
+
     async def set_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:
         await self._cluster.set_topic_config(topic, configs)
+
+    async def set_group_config(self, group_id: str, configs: Mapping[str, str]) -> None:
+        await self._cluster.set_group_config(group_id, configs)
 
     async def set_broker_config(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
         await self._cluster.set_broker_config(broker_id, configs)

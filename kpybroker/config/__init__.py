@@ -1,8 +1,9 @@
-"""Every broker and topic config kpybroker knows, under Kafka's names and with Kafka's defaults.
+"""Every broker, topic and group config kpybroker knows, under Kafka's names and defaults.
 
-The tables (``BROKER_CONFIGS``, ``TOPIC_CONFIGS``) are the single source the broker,
-DescribeConfigs and the generated docs read. ``BrokerConfig`` is the broker's typed
-configuration; the topic functions derive a topic's effective config from it.
+The tables (``BROKER_CONFIGS``, ``TOPIC_CONFIGS``, ``GROUP_CONFIGS``) are the single source
+the broker, DescribeConfigs and the generated docs read. ``BrokerConfig`` is the broker's
+typed configuration; the topic and group functions derive a topic's or a group's effective
+config from it.
 """
 
 from kpybroker.config.broker_config import (
@@ -23,6 +24,8 @@ from kpybroker.config.core import (
     UpdateMode,
     Validator,
 )
+from kpybroker.config.group import group_defaults, parse_group_configs, validate_group_configs
+from kpybroker.config.group_table import GROUP_CONFIGS
 from kpybroker.config.properties import (
     PropertiesFormatError,
     parse_override,
@@ -40,6 +43,7 @@ from kpybroker.config.topic_table import TOPIC_CONFIGS
 
 __all__ = [
     "BROKER_CONFIGS",
+    "GROUP_CONFIGS",
     "SECURITY_PROTOCOLS",
     "TOPIC_CONFIGS",
     "BrokerConfig",
@@ -56,11 +60,14 @@ __all__ = [
     "Validator",
     "broker_config_synonyms",
     "effective_topic_config",
+    "group_defaults",
+    "parse_group_configs",
     "parse_override",
     "parse_properties",
     "read_properties",
     "topic_config_source",
     "topic_config_synonyms",
     "topic_defaults",
+    "validate_group_configs",
     "validate_topic_configs",
 ]

@@ -474,7 +474,9 @@ class BrokerConfig:
 
 # The DEFAULT_CONFIG layer as text; Kafka leaves out configs whose default is null.
 _DEFAULT_TEXTS: dict[str, str] = {
-    name: text for name, key in BROKER_CONFIGS.items() if (text := key.to_text(key.default))
+    name: text
+    for name, key in BROKER_CONFIGS.items()
+    if (text := key.to_text(key.default)) is not None
 }
 
 

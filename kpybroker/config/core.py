@@ -51,13 +51,14 @@ class UpdateMode(StrEnum):
 
     Broker configs are read-only unless Kafka's DynamicBrokerConfig lists them: per-broker
     ones may be altered for one broker, cluster-wide ones also as a cluster default.
-    Topic configs can always be altered, per topic.
+    Topic configs can always be altered, per topic; group configs per group.
     """
 
     READ_ONLY = "read-only"
     PER_BROKER = "per-broker"
     CLUSTER_WIDE = "cluster-wide"
     PER_TOPIC = "per-topic"
+    PER_GROUP = "per-group"
 
 
 class ConfigSource(IntEnum):
@@ -267,8 +268,8 @@ class ConfigKey:
     kpybroker acts on the value; one that is not is still parsed, validated, stored and
     described, so a Kafka server.properties works unchanged. ``kafka_default`` is Kafka's
     default, as text, where kpybroker deliberately uses another one. ``synonyms`` (topic
-    configs only) are the broker configs that supply the topic default, first one winning,
-    as in Kafka's ``ServerTopicConfigSynonyms``.
+    and group configs) are the broker configs that supply the topic's or group's default,
+    first one winning, as in Kafka's ``ServerTopicConfigSynonyms`` and ``GroupConfig``.
     """
 
     name: str

@@ -4,6 +4,9 @@ Kafka's rules, kept here so that CreateTopics (v5+) and DescribeConfigs agree:
 
 - a topic lists every topic config: its effective value, its source (the topic's
   override, else the broker config it falls back to, else the default) and synonyms;
+- a group lists every non-internal group config (and the internal ones it sets): its
+  effective value, then the group's override (GROUP_CONFIG) if any, then the synonyms of
+  the broker config it falls back to, else the group config itself as DEFAULT_CONFIG;
 - a broker lists every non-internal broker config plus whatever its static config
   names, read-only unless Kafka can change it at run time;
 - the cluster-wide default broker entity lists only its dynamic values;
@@ -19,6 +22,8 @@ from dataclasses import dataclass
 from kpybroker.config.broker_config import BrokerConfig, ConfigSynonym, broker_config_synonyms
 from kpybroker.config.broker_table import BROKER_CONFIGS
 from kpybroker.config.core import ConfigKey, ConfigSource
+from kpybroker.config.group import group_defaults, parse_group_configs
+from kpybroker.config.group_table import GROUP_CONFIGS
 from kpybroker.config.topic import effective_topic_config, topic_config_synonyms
 from kpybroker.config.topic_table import TOPIC_CONFIGS
 
@@ -50,6 +55,36 @@ def topic_config_entries(
         key = TOPIC_CONFIGS[name]
         synonyms = topic_config_synonyms(broker_cfg, overrides, name)
         entries.append(_entry(name, key, key.to_text(values[name]), synonyms, read_only=False))
+    return entries
+
+
+def group_config_entries(
+    broker_cfg: BrokerConfig, overrides: Mapping[str, str]
+) -> list[ConfigEntry]:
+    """Every group config of a group with these (stored, valid) overrides, by name.
+
+    As Kafka's ConfigHelper: the non-internal configs, and an internal one only when the
+    group sets it or the broker's static config sets its synonym.
+    """
+    values = group_defaults(broker_cfg)
+    values.update(parse_group_configs(overrides))
+    entries = []
+    for name in sorted(GROUP_CONFIGS):
+        key = GROUP_CONFIGS[name]
+        set_by_broker = bool(key.synonyms) and key.synonyms[0] in broker_cfg.originals
+        if key.internal and name not in overrides and not set_by_broker:
+            continue
+        value = key.to_text(values[name])
+        synonyms = []
+        if name in overrides:
+            synonyms.append(ConfigSynonym(name, value, ConfigSource.GROUP_CONFIG))
+        if key.synonyms:
+            synonyms += broker_cfg.synonyms(key.synonyms[0])
+        elif key.default is not None:
+            synonyms.append(
+                ConfigSynonym(name, key.to_text(key.default), ConfigSource.DEFAULT_CONFIG)
+            )
+        entries.append(_entry(name, key, value, synonyms, read_only=False))
     return entries
 
 

@@ -397,7 +397,7 @@ class GroupMigration:
         timeout = member.classic.session_timeout_ms if member.classic else None
         out.set_timer(
             TimerKey(CONSUMER_SESSION_TIMER, group_id, member.member_id),
-            timeout if timeout is not None else self.groups.settings.consumer_session_timeout_ms,
+            timeout if timeout is not None else self.groups.session_timeout_ms(group_id),
         )
 
     # -- downgrade ------------------------------------------------------------------------

@@ -20,6 +20,11 @@ replicated). If the write fails, the group returns to what it was.
 Timers: a member's session (``group.consumer.session.timeout.ms``,
 restarted by each heartbeat) and, while it must revoke partitions, its
 rebalance timeout; either fences the member when it runs out.
+
+A group's own ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms``
+(group configs, read through ``GroupConfigs``) replace the broker's, kept within
+``group.consumer.{min,max}.*`` as Kafka keeps them (``GroupConfig.evaluate``); a change
+applies from the member's next heartbeat.
 """
 
 from __future__ import annotations
@@ -58,10 +63,12 @@ from kpybroker.coordinator.interface import (
     CONSUMER_SESSION_TIMER,
     Caller,
     Effects,
+    GroupConfigs,
     TimerKey,
     Token,
     TopicsImage,
     coordinator_error,
+    no_group_configs,
 )
 from kpybroker.coordinator.offsets_topic_records import ConsumerGroupRecord, CoordinatorRecord
 from kpybroker.coordinator.reconciliation import Owned, reconcile
@@ -104,6 +111,12 @@ class Downgrade(Protocol):
     ) -> list[CoordinatorRecord] | None: ...
 
 
+def _within(value: int | None, default: int, low: int, high: int) -> int:
+    """A group's setting held within the broker's current bounds (they may have changed since
+    it was set), or the broker's own setting when the group has none."""
+    return default if value is None else min(max(value, low), high)
+
+
 def heartbeat_error(code: ErrorCode, message: str | None = None) -> ConsumerGroupHeartbeatResponse:
     return ConsumerGroupHeartbeatResponse(error_code=code, error_message=message)
 
@@ -116,10 +129,12 @@ class ConsumerGroups:
         settings: CoordinatorSettings,
         clock: Callable[[], int],
         topics: TopicsImage,
+        group_configs: GroupConfigs = no_group_configs,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.topics = topics
+        self.group_configs = group_configs
         self.groups: dict[str, ConsumerGroup] = {}
         self.assignors = configured_assignors(settings.consumer_assignors)
         self.default_assignor = next(iter(self.assignors))
@@ -128,6 +143,26 @@ class ConsumerGroups:
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's consumer.session.timeout.ms, else the broker's."""
+        settings = self.settings
+        return _within(
+            self.group_configs(group_id).consumer_session_timeout_ms,
+            settings.consumer_session_timeout_ms,
+            settings.consumer_min_session_timeout_ms,
+            settings.consumer_max_session_timeout_ms,
+        )
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's consumer.heartbeat.interval.ms, else the broker's."""
+        settings = self.settings
+        return _within(
+            self.group_configs(group_id).consumer_heartbeat_interval_ms,
+            settings.consumer_heartbeat_interval_ms,
+            settings.consumer_min_heartbeat_interval_ms,
+            settings.consumer_max_heartbeat_interval_ms,
+        )
 
     def replay(self, record: ConsumerGroupRecord) -> None:
         replay(self.groups, record, self._create)
@@ -239,7 +274,7 @@ class ConsumerGroups:
         response = ConsumerGroupHeartbeatResponse(
             member_id=reconciled.member_id,
             member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.settings.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
         )
         full_request = joining or (
             request.rebalance_timeout_ms != -1
@@ -629,7 +664,7 @@ class ConsumerGroups:
         """A heartbeat restarts the member's session."""
         out.set_timer(
             TimerKey(CONSUMER_SESSION_TIMER, group_id, member_id),
-            self.settings.consumer_session_timeout_ms,
+            self.session_timeout_ms(group_id),
         )
 
     # -- loading, unloading, deleting ------------------------------------------------------

@@ -39,6 +39,15 @@ class CoordinatorSettings:
     consumer_assignors: tuple[str, ...] = broker_setting("group.consumer.assignors", tuple)
     consumer_session_timeout_ms: int = broker_setting("group.consumer.session.timeout.ms")
     consumer_heartbeat_interval_ms: int = broker_setting("group.consumer.heartbeat.interval.ms")
+    # The bounds of a group's own consumer.session.timeout.ms and consumer.heartbeat.interval.ms.
+    consumer_min_session_timeout_ms: int = broker_setting("group.consumer.min.session.timeout.ms")
+    consumer_max_session_timeout_ms: int = broker_setting("group.consumer.max.session.timeout.ms")
+    consumer_min_heartbeat_interval_ms: int = broker_setting(
+        "group.consumer.min.heartbeat.interval.ms"
+    )
+    consumer_max_heartbeat_interval_ms: int = broker_setting(
+        "group.consumer.max.heartbeat.interval.ms"
+    )
     consumer_max_size: int = broker_setting("group.consumer.max.size")
     consumer_migration_policy: str = broker_setting("group.consumer.migration.policy", str.lower)
 

@@ -2,7 +2,9 @@
 
 In: a ``Caller`` with each request (who sent it, with which API version), a
 reply ``Token`` naming the waiting request, and the events themselves (the
-shard's methods). Out: ``Effects``, plain data the runner carries out:
+shard's methods). The shard reads two views of the cluster without waiting:
+its topics (``TopicsImage``) and the groups' dynamic configs
+(``GroupConfigs``). Out: ``Effects``, plain data the runner carries out:
 
 - ``Reply(token, result)``: complete the waiting request with this response;
   a token is replied to at most once, now or on a later event (a JoinGroup
@@ -59,6 +61,29 @@ class TopicsImage(Protocol):
     def names(self) -> Iterable[str]: ...
 
     def is_internal(self, name: str) -> bool: ...
+
+
+class GroupOverrides(NamedTuple):
+    """What a group's dynamic configs (KIP-848 group configs) change for the coordinator;
+    None where the group sets nothing and the broker's setting applies."""
+
+    consumer_session_timeout_ms: int | None = None
+    consumer_heartbeat_interval_ms: int | None = None
+
+
+NO_OVERRIDES = GroupOverrides()
+
+
+class GroupConfigs(Protocol):
+    """A group's overrides, read from the cluster's metadata (Kafka's ``GroupConfigManager``);
+    called on every heartbeat, so it must answer from a cache."""
+
+    def __call__(self, group_id: str) -> GroupOverrides: ...
+
+
+def no_group_configs(group_id: str) -> GroupOverrides:
+    """``GroupConfigs`` of a cluster where no group sets anything."""
+    return NO_OVERRIDES
 
 
 @dataclass(frozen=True, slots=True)

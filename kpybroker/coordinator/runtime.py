@@ -6,7 +6,8 @@ loading, routing, waiting requests and appends, shared with the transaction
 coordinator) it
 
 - keeps one ``CoordinatorShard`` per partition of ``__consumer_offsets`` that
-  this broker leads;
+  this broker leads, each reading the topics and the groups' dynamic configs
+  from the metadata cache (``topics_image``, ``group_configs``);
 - deletes the committed offsets of a topic that is deleted;
 - replays the end markers of transactions written to a led partition
   (``complete_transaction``), which commit or abort pending offsets;
@@ -31,6 +32,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
+from kpybroker.coordinator.group_configs import ClusterGroupConfigs
 from kpybroker.coordinator.interface import Append, Effects, SetTimer, TimerKey
 from kpybroker.coordinator.loader import decode_logged_batch
 from kpybroker.coordinator.offsets_topic_records import encode_batch
@@ -83,6 +85,7 @@ class CoordinatorRuntime(PartitionRuntime[CoordinatorShard]):
         super().__init__(offsets_topic(settings), cluster, replicas, topics)
         self.settings = settings
         self.topics_image = ClusterTopicsImage(cluster)
+        self.group_configs = ClusterGroupConfigs(cluster)
         self._timers: dict[int, dict[TimerKey, asyncio.TimerHandle]] = {}
 
     async def start(self) -> None:
@@ -92,7 +95,9 @@ class CoordinatorRuntime(PartitionRuntime[CoordinatorShard]):
     # -- the shards' life ---------------------------------------------------------------
 
     def new_shard(self, index: int, leader_epoch: int) -> CoordinatorShard:
-        return CoordinatorShard(index, self.settings, self.topics_image)
+        return CoordinatorShard(
+            index, self.settings, self.topics_image, group_configs=self.group_configs
+        )
 
     async def fill(self, shard: CoordinatorShard, plog: object) -> None:
         chunk = self.topic.load_buffer_bytes

@@ -33,10 +33,12 @@ from kpybroker.coordinator.interface import (
     Append,
     Caller,
     Effects,
+    GroupConfigs,
     TimerKey,
     Token,
     TopicsImage,
     coordinator_error,
+    no_group_configs,
 )
 from kpybroker.coordinator.loader import Logged, LoggedMarker
 from kpybroker.coordinator.membership import Membership
@@ -84,11 +86,12 @@ class CoordinatorShard:
         settings: CoordinatorSettings,
         topics: TopicsImage,
         clock: Callable[[], int] = wall_clock_ms,
+        group_configs: GroupConfigs = no_group_configs,
     ) -> None:
         self.partition = partition
         self.clock = clock
         self.membership = Membership(settings, clock)
-        self.consumer_groups = ConsumerGroups(settings, clock, topics)
+        self.consumer_groups = ConsumerGroups(settings, clock, topics, group_configs)
         self.migration = self.consumer_groups.migration = GroupMigration(
             self.membership, self.consumer_groups
         )

@@ -74,6 +74,7 @@ from kpybroker.metadata.znodes import (
     CONTROLLER_EPOCH_PATH,
     CONTROLLER_PATH,
     DEFAULT_BROKER_ENTITY,
+    GROUP_CONFIGS_PATH,
     TOPIC_CONFIGS_PATH,
     TOPICS_PATH,
     decode_broker,
@@ -90,6 +91,8 @@ from kpybroker.metadata.znodes import (
     encode_controller_epoch,
     encode_state,
     encode_topic,
+    group_entity,
+    group_of_entity,
     partition_path,
     partition_state_path,
     topic_path,
@@ -154,6 +157,7 @@ class ClusterMetadata:
         self._broker_configs = mirror(
             BROKER_CONFIGS_PATH, decode_config, partial(self._changed, ChangeKind.BROKER_CONFIG)
         )
+        self._group_configs = mirror(GROUP_CONFIGS_PATH, decode_config, self._group_config_changed)
         self._states: dict[str, dict[int, tuple[PartitionState, int]]] = {}
         self._views = TopicViewCache(self._topic_nodes, self._topic_configs, self._states)
         self._controller_id: int | None = None
@@ -213,6 +217,18 @@ class ClusterMetadata:
         """Dynamic configs of ``broker_id``, or the cluster-wide ones for None."""
         entity = DEFAULT_BROKER_ENTITY if broker_id is None else str(broker_id)
         return MappingProxyType(self._broker_configs.items.get(entity, {}))
+
+    def group_config(self, group_id: str) -> Mapping[str, str]:
+        """The dynamic configs of group ``group_id`` (empty when it has none)."""
+        return MappingProxyType(self._group_configs.items.get(group_entity(group_id), {}))
+
+    def configured_groups(self) -> list[str]:
+        """The ids of the groups that have dynamic configs."""
+        return [
+            group_of_entity(entity)
+            for entity, configs in self._group_configs.items.items()
+            if configs
+        ]
 
     # -- writes ----------------------------------------------------------------
 
@@ -391,6 +407,18 @@ class ClusterMetadata:
         await self._set_or_create(join_path(BROKER_CONFIGS_PATH, entity), encode_config(configs))
         await self._broker_configs.refresh(entity)
 
+    async def set_group_config(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace the dynamic configs of group ``group_id``; with none left, its znode goes
+        (as Kafka drops a config resource whose last config is deleted)."""
+        entity = group_entity(group_id)
+        path = join_path(GROUP_CONFIGS_PATH, entity)
+        if configs:
+            await self._set_or_create(path, encode_config(configs))
+        else:
+            with suppress(NoNodeError):
+                await self.store.delete(path)
+        await self._group_configs.refresh(entity)
+
     # -- store helpers ---------------------------------------------------------
 
     async def _ensure_node(self, path: str, data: bytes = b"", make_parents: bool = False) -> None:
@@ -478,6 +506,9 @@ class ClusterMetadata:
             except Exception:
                 log.exception("metadata change listener %r failed", listener)
 
+    def _group_config_changed(self, entity: str) -> None:
+        self._changed(ChangeKind.GROUP_CONFIG, group_of_entity(entity))
+
     def _topic_changed(self, name: str) -> None:
         self._changed(ChangeKind.TOPIC, name)
         self._refresh_later(self._load_partition_states, name, False)
@@ -489,6 +520,7 @@ class ClusterMetadata:
             self._topic_nodes.reload(True),
             self._topic_configs.reload(True),
             self._broker_configs.reload(True),
+            self._group_configs.reload(True),
             self._refresher.request(self._load_controller),
         )
         await asyncio.gather(

@@ -212,6 +212,7 @@ class ChangeKind(enum.Enum):
     PARTITION = "partition"
     TOPIC_CONFIG = "topic_config"
     BROKER_CONFIG = "broker_config"
+    GROUP_CONFIG = "group_config"
     SESSION = "session"
     """The store session was lost, or is back with everything read again (``session_lost``)."""
 
@@ -222,7 +223,8 @@ class MetadataChange:
 
     ``name`` is the broker id (BROKER), the topic (TOPIC, PARTITION,
     TOPIC_CONFIG), the config entity (BROKER_CONFIG: a broker id or
-    ``<default>``), or empty (CONTROLLER, SESSION). ``partition`` is set for PARTITION.
+    ``<default>``), the group id (GROUP_CONFIG), or empty (CONTROLLER,
+    SESSION). ``partition`` is set for PARTITION.
     A TOPIC change covers creation, deletion and a new assignment or topic id.
     """
 

@@ -17,6 +17,7 @@ tooling and habits for reading ZooKeeper apply unchanged:
                                                 "version":1,"leader_epoch":0,"isr":[0]}``
 ``/config/topics/<topic>``                      ``{"version":1,"config":{..}}``
 ``/config/brokers/<id>``, ``<default>``         the same, dynamic broker configs
+``/config/groups/<group>``                      the same: a group's configs (KIP-848)
 ``/config/users/<user>``                        the same: a user's quotas and its
                                                 SCRAM credentials
 ``/config/users/<user>/clients/<client-id>``    the same: quotas of a user's client
@@ -24,8 +25,10 @@ tooling and habits for reading ZooKeeper apply unchanged:
 ``/config/ips/<address>``                       the same: connection rate quotas
 ==============================================  ====================================
 
-Users and client ids appear in paths as Kafka's ``Sanitizer`` writes them
-(URL-encoded), and ``<default>`` names the default entity of each kind.
+Users, client ids and groups appear in paths as Kafka's ``Sanitizer`` writes them
+(URL-encoded; a group named ``.`` or ``..`` has its dots encoded too, which ZooKeeper
+needs), and ``<default>`` names the default entity of each kind. Kafka keeps group configs
+only in KRaft's metadata log; their znode follows the layout of the other entities.
 
 This module is that layout and nothing else: the paths, and for each znode a
 pure encode and decode between its bytes and the values of ``model``. Keeping
@@ -68,6 +71,7 @@ __all__ = [
     "DEFAULT_BROKER_ENTITY",
     "DEFAULT_ENTITY",
     "ENTITY_CONFIG_PATHS",
+    "GROUP_CONFIGS_PATH",
     "IPS_CONFIG_PATH",
     "TOPICS_PATH",
     "TOPIC_CONFIGS_PATH",
@@ -89,6 +93,8 @@ __all__ = [
     "encode_controller_epoch",
     "encode_state",
     "encode_topic",
+    "group_entity",
+    "group_of_entity",
     "partition_path",
     "partition_state_path",
     "sanitize",
@@ -102,7 +108,14 @@ BROKER_IDS_PATH = "/brokers/ids"
 TOPICS_PATH = "/brokers/topics"
 TOPIC_CONFIGS_PATH = "/config/topics"
 BROKER_CONFIGS_PATH = "/config/brokers"
-CONTAINER_PATHS = (BROKER_IDS_PATH, TOPICS_PATH, TOPIC_CONFIGS_PATH, BROKER_CONFIGS_PATH)
+GROUP_CONFIGS_PATH = "/config/groups"
+CONTAINER_PATHS = (
+    BROKER_IDS_PATH,
+    TOPICS_PATH,
+    TOPIC_CONFIGS_PATH,
+    BROKER_CONFIGS_PATH,
+    GROUP_CONFIGS_PATH,
+)
 """Parents that must exist so that child watches on them can be set (Kafka's PersistentZkPaths)."""
 
 DEFAULT_BROKER_ENTITY = "<default>"
@@ -310,3 +323,20 @@ def sanitize(name: str) -> str:
 def desanitize(component: str) -> str:
     """Kafka's ``Sanitizer.desanitize`` (Java's URLDecoder: ``+`` is a space)."""
     return unquote_plus(component, errors="strict")
+
+
+def group_entity(group_id: str) -> str:
+    """A group id as the name of its config znode: sanitized, with the dots of ``.`` and
+    ``..`` encoded (they are not node names)."""
+    if group_id in (".", ".."):
+        return group_id.replace(".", "%2E")
+    return sanitize(group_id)
+
+
+def group_of_entity(component: str) -> str:
+    """The group id of a config znode's name (``group_entity`` undone); a name that is not
+    valid URL encoding (written by someone else) stands for itself."""
+    try:
+        return desanitize(component)
+    except ValueError:
+        return component

@@ -6,7 +6,8 @@ as deadlines that ``advance()`` fires in order, and "appends" records to a
 list (or fails the appends with ``fail_appends``). Given a ``PartitionLog``
 it also writes them there as the runtime would, so that a test can load the
 partition back; ``end_transaction`` writes a transaction's end marker and
-replays it, as the WriteTxnMarkers path does.
+replays it, as the WriteTxnMarkers path does. The groups' dynamic configs are
+what a test puts in ``group_overrides`` (group id -> ``GroupOverrides``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from typing import Any
 
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import (
+    NO_OVERRIDES,
     Append,
     Caller,
     Effects,
+    GroupOverrides,
     SetTimer,
     TimerKey,
     TopicImage,
@@ -196,7 +199,14 @@ class Driver:
         self.now = START_MS
         self.settings = settings
         self.topics = topics if topics is not None else StaticTopics()
-        self.shard = CoordinatorShard(0, settings, self.topics, clock=lambda: self.now)
+        self.group_overrides: dict[str, GroupOverrides] = {}
+        self.shard = CoordinatorShard(
+            0,
+            settings,
+            self.topics,
+            clock=lambda: self.now,
+            group_configs=lambda group_id: self.group_overrides.get(group_id, NO_OVERRIDES),
+        )
         self.replies: dict[int, Any] = {}
         self.timers: dict[TimerKey, tuple[int, tuple[int, ...]]] = {}
         self.log: list[CoordinatorRecord] = []

@@ -268,6 +268,19 @@ class FakeCluster:
     async def set_broker_config(self, broker_id: int | None, configs: dict[str, str]) -> None:
         self.stored[("broker", broker_id)] = dict(configs)
 
+    def group_config(self, group_id: str) -> dict[str, str]:
+        return dict(self.stored.get(("group", group_id), {}))
+
+    def configured_groups(self) -> list[str]:
+        return [
+            key[1]
+            for key, configs in self.stored.items()
+            if isinstance(key, tuple) and key[0] == "group" and configs
+        ]
+
+    async def set_group_config(self, group_id: str, configs: dict[str, str]) -> None:
+        self.stored[("group", group_id)] = dict(configs)
+
 
 class FakeLogs:
     def __init__(self, log_dir: Path) -> None:

@@ -6,7 +6,9 @@
   (``LogConfig``, ``LogManagerConfig``, ``CleanerConfig``) name their configs in field metadata
   and repeat the defaults; here every key and default is compared with the tables.
 - ``enforced`` (the docs' "Enforced" column) must be true: every config marked enforced is read
-  by code under ``kpybroker/``, and every config that code reads is marked enforced.
+  by code under ``kpybroker/``, and every config that code reads is marked enforced. A group
+  config counts as read only outside ``kpybroker/config/``, where its table, validation and
+  description live: the coordinator is what acts on one.
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ import pytest
 
 import kpybroker
 from kpybroker.cluster.replication_settings import ReplicationSettings
-from kpybroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, topic_defaults
+from kpybroker.config import (
+    BROKER_CONFIGS,
+    GROUP_CONFIGS,
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    topic_defaults,
+)
 from kpybroker.config.core import ConfigKey
 from kpybroker.config.setting_fields import CONVERT
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
@@ -36,7 +44,11 @@ from kpybroker.log.log_config import (
 )
 
 PACKAGE = Path(kpybroker.__file__).resolve().parent
-TABLES = {PACKAGE / "config" / "broker_table.py", PACKAGE / "config" / "topic_table.py"}
+TABLES = {
+    PACKAGE / "config" / "broker_table.py",
+    PACKAGE / "config" / "topic_table.py",
+    PACKAGE / "config" / "group_table.py",
+}
 
 #: Every class whose fields hold configs, with the table its keys belong to.
 SETTINGS: dict[type, dict[str, ConfigKey]] = {
@@ -209,7 +221,8 @@ def readers_of(cls: type, field_name: str) -> set[Path]:
 
 @cache
 def config_readers() -> dict[str, set[str]]:
-    """Config name -> how code reads it (for failure messages), over both tables."""
+    """Config name -> how code reads it (for failure messages), over every table; group
+    configs under ``group:<name>``, since their names may be a broker config's too."""
     readers: dict[str, set[str]] = {}
     homes = {defining_module(cls) for cls in SETTINGS}
     # 1. A settings field holding the config, read outside the module defining it.
@@ -223,23 +236,38 @@ def config_readers() -> dict[str, set[str]]:
             continue
         for name in module.strings & (BROKER_CONFIGS.keys() | TOPIC_CONFIGS.keys()):
             readers.setdefault(name, set()).add(shown(path))
-    # 3. A broker synonym of a topic config that is read: topic_defaults resolves it.
+        if PACKAGE / "config" not in path.parents:
+            for name in module.strings & GROUP_CONFIGS.keys():
+                readers.setdefault(f"group:{name}", set()).add(shown(path))
+    # 3. A broker synonym of a topic or group config that is read supplies its default.
     for name, key in TOPIC_CONFIGS.items():
         if name in readers:
             for synonym in key.synonyms:
                 readers.setdefault(synonym, set()).add(f"the topic default of {name}")
+    for name, key in GROUP_CONFIGS.items():
+        if f"group:{name}" in readers:
+            for synonym in key.synonyms:
+                readers.setdefault(synonym, set()).add(f"the group default of {name}")
     return readers
+
+
+def reader_key(kind: str, key: ConfigKey) -> str:
+    return f"group:{key.name}" if kind == "group" else key.name
 
 
 def all_keys() -> Iterator[tuple[str, ConfigKey]]:
     yield from (("topic", key) for key in TOPIC_CONFIGS.values())
     yield from (("broker", key) for key in BROKER_CONFIGS.values())
+    yield from (("group", key) for key in GROUP_CONFIGS.values())
 
 
 def test_every_config_marked_enforced_is_read_by_code() -> None:
     readers = config_readers()
-    unread = [f"{kind} {key.name}" for kind, key in all_keys() if key.enforced]
-    unread = [k for k in unread if k.split(" ", 1)[1] not in readers]
+    unread = [
+        f"{kind} {key.name}"
+        for kind, key in all_keys()
+        if key.enforced and reader_key(kind, key) not in readers
+    ]
     assert unread == [], (
         "marked enforced, but no code under kpybroker/ reads them (mark them enforced=False "
         "in the table, then run `python scripts/gen_docs.py`): " + ", ".join(unread)
@@ -249,9 +277,9 @@ def test_every_config_marked_enforced_is_read_by_code() -> None:
 def test_every_config_read_by_code_is_marked_enforced() -> None:
     readers = config_readers()
     unmarked = {
-        f"{kind} {key.name}: {sorted(readers[key.name])}"
+        f"{kind} {key.name}: {sorted(readers[reader_key(kind, key)])}"
         for kind, key in all_keys()
-        if not key.enforced and key.name in readers and key.name not in NAMED_NOT_READ
+        if not key.enforced and reader_key(kind, key) in readers and key.name not in NAMED_NOT_READ
     }
     assert unmarked == set(), (
         "read by code but marked not enforced (mark them enforced=True in the table, then "

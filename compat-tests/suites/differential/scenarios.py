@@ -16,15 +16,18 @@ from typing import Any
 
 from compat.wire import KafkaConnection
 from kpybroker.protocol.messages import (
+    alter_configs,
     api_versions,
     create_partitions,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_configs,
     describe_groups,
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -340,7 +343,8 @@ def produce_by_topic_id(p: Probe) -> None:
 
 @scenario
 def config_resources(p: Probe) -> None:
-    """ListConfigResources v0 and v1: by type, every type, an unsupported type."""
+    """ListConfigResources v0 and v1: by type, every type, an unsupported type; a group is
+    listed once it has a config."""
     p.create_topic("diff-config-resources", 1)
 
     def listed(version: int, types: list[int]) -> list[Any]:
@@ -349,10 +353,17 @@ def config_resources(p: Probe) -> None:
         found = [
             (r.resource_type, "a broker" if r.resource_type == 4 else r.resource_name)
             for r in answer.config_resources
-            if r.resource_type != 2 or r.resource_name.startswith("diff-config")
+            if r.resource_type not in (2, 32) or r.resource_name.startswith("diff-config")
         ]
         return [error(answer.error_code), found]
 
+    p.see("v1 [32] before", listed(1, [32]))
+    p.see(
+        "group config",
+        alter_group(p, "diff-config-group", ("consumer.heartbeat.interval.ms", 0, "6000")),
+    )
+    # Kafka applies the change through its metadata log: wait until it is listed.
+    p.retry(lambda: listed(1, [32]), lambda answer: len(answer[1]) == 1, "the group config")
     p.see("v0", listed(0, []))
     for types in ([2], [4], [2, 4], [16], [32], [1], [2, 99]):
         p.see(f"v1 {types}", listed(1, types))
@@ -956,3 +967,187 @@ def describe_configs_defaults(p: Probe) -> None:
     p.see("unknown topic", error(p.describe_configs(2, "diff-nope").error_code))
     p.see("other broker", error(p.describe_configs(4, "7").error_code))
     p.see("broker name not a number", error(p.describe_configs(4, "zero").error_code))
+
+
+# -- Group configs (KIP-848's GROUP config resource) ---------------------------------------
+
+GROUP_RESOURCE = 32
+
+
+def alter_group(
+    p: Probe, name: str, *ops: tuple[str, int, str | None], validate_only: bool = False
+) -> list[Any]:
+    """IncrementalAlterConfigs v1 of one group; its error and message."""
+    request = incremental_alter_configs.IncrementalAlterConfigsRequest(
+        resources=[
+            incremental_alter_configs.AlterConfigsResource(
+                resource_type=GROUP_RESOURCE,
+                resource_name=name,
+                configs=[
+                    incremental_alter_configs.AlterableConfig(
+                        name=key, config_operation=op, value=value
+                    )
+                    for key, op, value in ops
+                ],
+            )
+        ],
+        validate_only=validate_only,
+    )
+    [result] = p.call(request, 1).responses
+    return [error(result.error_code), result.error_message]
+
+
+def describe_group_configs(p: Probe, name: str, *, synonyms: bool = True) -> Any:
+    request = describe_configs.DescribeConfigsRequest(
+        resources=[
+            describe_configs.DescribeConfigsResource(
+                resource_type=GROUP_RESOURCE, resource_name=name, configuration_keys=None
+            )
+        ],
+        include_synonyms=synonyms,
+        include_documentation=False,
+    )
+    [result] = p.call(request, 4).results
+    return result
+
+
+def group_config_value(p: Probe, name: str, key: str) -> str | None:
+    configs = describe_group_configs(p, name, synonyms=False).configs
+    return next((c.value for c in configs if c.name == key), None)
+
+
+def see_group_synonyms(p: Probe, prefix: str, result: Any) -> None:
+    for config in sorted(result.configs, key=lambda c: c.name):
+        p.see(
+            f"{prefix}/{config.name} synonyms",
+            [[s.name, s.value, CONFIG_SOURCES.get(s.source, s.source)] for s in config.synonyms],
+        )
+
+
+@scenario
+def describe_configs_group(p: Probe) -> None:
+    """DescribeConfigs v4 of a group that does not exist, at Kafka's defaults, after
+    IncrementalAlterConfigs sets two of its configs and after they are deleted again."""
+    group = "diff-gc"
+    defaults = describe_group_configs(p, group)
+    see_configs(p, "defaults", defaults)
+    see_group_synonyms(p, "defaults", defaults)
+    p.see(
+        "set",
+        alter_group(
+            p,
+            group,
+            ("consumer.session.timeout.ms", 0, "50000"),
+            ("share.auto.offset.reset", 0, "earliest"),
+        ),
+    )
+    # Kafka applies the change through its metadata log: wait until it shows.
+    p.retry(
+        lambda: group_config_value(p, group, "consumer.session.timeout.ms"),
+        lambda value: value == "50000",
+        "the group config",
+    )
+    altered = describe_group_configs(p, group)
+    see_configs(p, "altered", altered)
+    see_group_synonyms(p, "altered", altered)
+    p.see(
+        "delete",
+        alter_group(
+            p,
+            group,
+            ("consumer.session.timeout.ms", 1, None),
+            ("share.auto.offset.reset", 1, None),
+        ),
+    )
+    p.retry(
+        lambda: group_config_value(p, group, "consumer.session.timeout.ms"),
+        lambda value: value == "45000",
+        "the group config's deletion",
+    )
+    see_configs(p, "deleted", describe_group_configs(p, group, synonyms=False))
+    unnamed = describe_group_configs(p, "")
+    p.see("no name", [error(unnamed.error_code), unnamed.error_message, len(unnamed.configs)])
+
+
+@scenario
+def alter_configs_group_errors(p: Probe) -> None:
+    """IncrementalAlterConfigs and AlterConfigs (validate_only) of groups: values out of the
+    broker's bounds, unknown names, bad types, list operations and a group without a name."""
+    cases: list[tuple[str, str, str]] = [
+        ("session in range", "consumer.session.timeout.ms", "50000"),
+        ("session too short", "consumer.session.timeout.ms", "5000"),
+        ("session not a number", "consumer.session.timeout.ms", "soon"),
+        ("session below 1", "consumer.session.timeout.ms", "0"),
+        ("heartbeat too long", "consumer.heartbeat.interval.ms", "20000"),
+        ("unknown name", "nope", "1"),
+        ("share lock too short", "share.record.lock.duration.ms", "10000"),
+        ("share delivery limit", "share.delivery.count.limit", "20"),
+        ("share reset", "share.auto.offset.reset", "by_duration:PT1H"),
+        ("share reset bad", "share.auto.offset.reset", "sometime"),
+        ("isolation bad", "share.isolation.level", "READ_COMMITTED"),
+        ("standby replicas", "streams.num.standby.replicas", "5"),
+        ("streams assignor", "streams.assignor.name", "greedy"),
+        ("rack tags twice", "streams.rack.aware.assignment.tags", "a,b,a"),
+        ("dlq internal", "errors.deadletterqueue.topic.name", "__dlq"),
+        ("internal config", "consumer.assignor.offload.enable", "false"),
+    ]
+    for label, key, value in cases:
+        p.see(
+            f"incremental/{label}", alter_group(p, "diff-ga", (key, 0, value), validate_only=True)
+        )
+    p.see(
+        "incremental/append",
+        alter_group(
+            p, "diff-ga", ("streams.rack.aware.assignment.tags", 2, "a"), validate_only=True
+        ),
+    )
+    p.see(
+        "incremental/no name",
+        alter_group(p, "", ("consumer.session.timeout.ms", 0, "50000"), validate_only=True),
+    )
+    p.see(
+        "incremental/bounds before request order",
+        alter_group(
+            p,
+            "diff-ga",
+            ("share.delivery.count.limit", 0, "20"),
+            ("consumer.session.timeout.ms", 0, "1"),
+            validate_only=True,
+        ),
+    )
+    resources = [
+        ("diff-ga-1", "consumer.heartbeat.interval.ms", "6000"),
+        ("diff-ga-2", "consumer.heartbeat.interval.ms", "1"),
+        ("diff-ga-3", "nope", "1"),
+        ("", "consumer.heartbeat.interval.ms", "6000"),
+    ]
+    for v in (0, 1, 2):
+        request = alter_configs.AlterConfigsRequest(
+            resources=[
+                alter_configs.AlterConfigsResource(
+                    resource_type=GROUP_RESOURCE,
+                    resource_name=name,
+                    configs=[alter_configs.AlterableConfig(name=key, value=value)],
+                )
+                for name, key, value in resources
+            ],
+            validate_only=True,
+        )
+        p.answer(f"alter v{v}", request, v)
+    for v in (0, 1):
+        request = incremental_alter_configs.IncrementalAlterConfigsRequest(
+            resources=[
+                incremental_alter_configs.AlterConfigsResource(
+                    resource_type=GROUP_RESOURCE,
+                    resource_name=name,
+                    configs=[
+                        incremental_alter_configs.AlterableConfig(
+                            name=key, config_operation=0, value=value
+                        )
+                    ],
+                )
+                for name, key, value in resources
+            ],
+            validate_only=True,
+        )
+        p.answer(f"incremental v{v}", request, v)

@@ -1,10 +1,12 @@
-"""Config resources (a topic, this broker, the cluster-wide broker defaults) for the config APIs.
+"""Config resources (a topic, this broker, the cluster-wide broker defaults, a group) for the
+config APIs.
 
 DescribeConfigs, AlterConfigs and IncrementalAlterConfigs name a resource by a type id
 and a name. This module resolves that pair, with Kafka's error codes and messages, and
 reads and replaces a resource's stored dynamic configs (the metadata store's
-``/config/topics/<topic>`` and ``/config/brokers/<id|<default>>``), validating a new set
-the way Kafka's controller does before it is written.
+``/config/topics/<topic>``, ``/config/brokers/<id|<default>>`` and
+``/config/groups/<group>``), validating a new set the way Kafka's controller does before
+it is written. A group need not exist to be configured or described, as in Kafka.
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
-from kpybroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigKey, validate_topic_configs
+from kpybroker.config import (
+    BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    ConfigKey,
+    validate_group_configs,
+    validate_topic_configs,
+)
 from kpybroker.metadata.model import UnknownTopicError
 from kpybroker.metadata.topic_names import topic_name_error
 from kpybroker.protocol.errors import ErrorCode, KafkaError
@@ -44,7 +52,8 @@ def invalid_request(message: str) -> KafkaError:
 
 @dataclass(frozen=True, slots=True)
 class ConfigResource:
-    """A resolved resource: ``broker_id`` is None for a topic and for the cluster defaults."""
+    """A resolved resource: ``broker_id`` is None for a topic, a group and the cluster
+    defaults."""
 
     type: ResourceType
     name: str
@@ -55,14 +64,23 @@ class ConfigResource:
         return self.type is ResourceType.BROKER and self.broker_id is None
 
     def key(self, config: str) -> ConfigKey | None:
-        """The table entry of ``config`` for this kind of resource, None if unknown."""
+        """The table entry of ``config`` for this kind of resource, None if unknown.
+
+        None for every group config: Kafka's controller knows no group config as a list, so
+        APPEND and SUBTRACT fail on all of them ("its type is not LIST").
+        """
+        if self.type is ResourceType.GROUP:
+            return None
         table = TOPIC_CONFIGS if self.type is ResourceType.TOPIC else BROKER_CONFIGS
         return table.get(config)
 
     def stored(self, services: Services) -> Mapping[str, str]:
-        """The resource's dynamic configs as stored (a topic's overrides; a broker's layer)."""
+        """The resource's dynamic configs as stored (a topic's or group's overrides; a
+        broker's layer)."""
         if self.type is ResourceType.TOPIC:
             return services.cluster.topic_overrides(self.name)
+        if self.type is ResourceType.GROUP:
+            return services.cluster.group_config(self.name)
         return services.cluster.broker_config(self.broker_id)
 
     async def replace(
@@ -83,6 +101,11 @@ class ConfigResource:
                     await services.cluster.set_topic_config(self.name, configs)
                 except UnknownTopicError:
                     raise _unknown_topic(self.name) from None
+            return
+        if self.type is ResourceType.GROUP:
+            validate_group_configs(configs, services.config())
+            if not validate_only:
+                await services.cluster.set_group_config(self.name, configs)
             return
         if self.is_cluster_default:
             services.config().with_dynamic(dynamic_default=configs)
@@ -105,6 +128,10 @@ def resolve_for_describe(services: Services, type_id: int, name: str) -> ConfigR
         return ConfigResource(ResourceType.TOPIC, name)
     if type_id == ResourceType.BROKER:
         return _broker_resource(services, name, "Broker id", " or empty string,")
+    if type_id == ResourceType.GROUP:
+        if not name:
+            raise invalid_request("Group name must not be empty")
+        return ConfigResource(ResourceType.GROUP, name)
     raise invalid_request(f"Unsupported resource type: {_type_name(type_id)}")
 
 
@@ -117,6 +144,10 @@ def resolve_for_alter(services: Services, type_id: int, name: str) -> ConfigReso
         return ConfigResource(ResourceType.TOPIC, name)
     if type_id == ResourceType.BROKER:
         return _broker_resource(services, name, "Node id", ",")
+    if type_id == ResourceType.GROUP:
+        if not name:
+            raise invalid_request("Default group resources are not allowed.")
+        return ConfigResource(ResourceType.GROUP, name)
     raise invalid_request(f"Unknown resource type {type_id}")
 
 
