@@ -301,7 +301,8 @@ def test_committed_metadata_and_epochs_round_trip_exactly_across_a_restart(
         again = OffsetFetchRequest(
             groups=[
                 OffsetFetchRequestGroup(
-                    "exact-group", topics=[OffsetFetchRequestTopics("exact", [0])]
+                    "exact-group",
+                    topics=[OffsetFetchRequestTopics(name="exact", partition_indexes=[0])],
                 )
             ]
         )
