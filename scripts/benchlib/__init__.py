@@ -9,6 +9,7 @@ The modules, in the order a run uses them:
 * ``javatools``  — Kafka's ProducerPerformance, ConsumerPerformance and EndToEndLatency;
 * ``librdkafka`` — the confluent-kafka produce-then-group-consume workload, verified;
 * ``scale``      — 10,000 partitions and 1,000 idle connections;
+* ``rebalance``  — a 50-member consumer group joining and losing a member, both protocols;
 * ``results``    — samples, medians over rounds, ratios and targets;
 * ``profiling``  — py-spy profiles of kpybroker for the targets it misses;
 * ``report``     — the printed table, ``docs/performance.md`` and its chart;

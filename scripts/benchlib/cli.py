@@ -5,6 +5,7 @@ scripts/bench --quick          # every step with small counts (~1-2 min); for CI
 scripts/bench --rounds 5 --output /tmp/perf
 scripts/bench --only transactions   # just workloads 6 and 7 (output: a temporary directory)
 scripts/bench --only security       # just workloads 8 and 9, over TLS and SASL_SSL
+scripts/bench --only groups         # just workload 10: a 50-member group, both protocols
 """
 
 from __future__ import annotations

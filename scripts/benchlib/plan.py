@@ -105,6 +105,12 @@ class Plan:
     secured_cases: tuple[ProduceCase, ...]
     #: Records of the unrecorded warm-up over each secured listener (0: none).
     secured_warmup_records: int
+    #: Workload 10: members of each group, partitions of their topic, and groups per
+    #: protocol, broker and round (a rebalance's time depends on where each member is in
+    #: its heartbeat interval: one group is a noisy sample).
+    group_members: int
+    group_partitions: int
+    groups_per_round: int
 
     @property
     def scale_partitions(self) -> int:
@@ -143,6 +149,9 @@ FULL = Plan(
     aborted_topic=AbortedTopic(1_000_000, 100, 6, per_transaction=1_000),
     secured_cases=(ProduceCase(1_000_000, 100, 6), ProduceCase(200_000, 1024, 6)),
     secured_warmup_records=200_000,
+    group_members=50,
+    group_partitions=100,
+    groups_per_round=5,
 )
 
 QUICK = Plan(
@@ -169,12 +178,32 @@ QUICK = Plan(
     # One case: each step over TLS costs the tools' JVM start and handshakes, whatever the count.
     secured_cases=(ProduceCase(20_000, 100, 6),),
     secured_warmup_records=0,
+    group_members=10,
+    group_partitions=20,
+    groups_per_round=1,
 )
+
+#: Workload 10: how often group members heartbeat, with either protocol (the classic
+#: protocol's members set it themselves). A member learns of a rebalance from its next
+#: heartbeat, so this is what most of a rebalance waits for: far below the defaults (3 s
+#: for librdkafka's classic members, Kafka's 5 s for consumer-protocol ones), it leaves
+#: the brokers' own share visible.
+GROUP_HEARTBEAT_MS = 500
 
 #: Both brokers: consumer groups form at once (Kafka's shipped config/server.properties
 #: also sets this; its built-in default of 3 s only delays the first join). The
-#: ConsumerPerformance figures exclude the join anyway.
-COMMON_SETTINGS: dict[str, str] = {"group.initial.rebalance.delay.ms": "0"}
+#: ConsumerPerformance figures exclude the join anyway. Consumer-protocol members (only
+#: workload 10 has any) heartbeat every ``GROUP_HEARTBEAT_MS``, which Kafka allows only
+#: with the minimum lowered as well; and their group's target assignment is computed as
+#: soon as its members change. kpybroker always does that; Kafka 4.4 by default computes
+#: it at most once a second (``group.consumer.assignment.interval.ms=1000``), which would
+#: add that wait to its figures.
+COMMON_SETTINGS: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.heartbeat.interval.ms": str(GROUP_HEARTBEAT_MS),
+    "group.consumer.min.heartbeat.interval.ms": str(GROUP_HEARTBEAT_MS),
+    "group.consumer.assignment.interval.ms": "0",
+}
 
 #: Apache Kafka: what ``config/server.properties`` ships for one KRaft node, where it
 #: differs from what tests/helpers/reference_kafka.py sets for quick tests. The

@@ -14,6 +14,7 @@ from pathlib import Path
 from benchlib.javatools import GROUP_PREFIX
 from benchlib.librdkafka import FETCH_QUEUE_BACKOFF_MS
 from benchlib.plan import (
+    GROUP_HEARTBEAT_MS,
     KAFKA_HEAP,
     KAFKA_SETTINGS,
     KPYBROKER_SETTINGS,
@@ -23,6 +24,7 @@ from benchlib.plan import (
 )
 from benchlib.procstat import Machine
 from benchlib.profiling import SAMPLE_RATE, ImportProfile, Profile
+from benchlib.rebalance import POLL_PAUSE_S
 from benchlib.results import (
     KAFKA,
     KPYBROKER,
@@ -304,6 +306,28 @@ def method_lines(info: RunInfo) -> list[str]:
         f"each listener ({plan.secured_warmup_records:,} records). Issue 7's targets are for "
         "the plaintext workloads: these figures have none. Their CPU per MB includes the "
         "tools' TLS handshakes and SASL exchanges (a few connections per run).",
+        f"- Workload 10: {plan.group_members} confluent-kafka consumers, all in this one "
+        f"process, make a new group on a topic of {plan.group_partitions} partitions (no "
+        "records), with the classic protocol or, in groups of their own, the consumer "
+        "protocol (`group.protocol=consumer`, KIP-848). Each member keeps the partitions its "
+        "`on_assign` and `on_revoke` callbacks gave and took; one loop polls every member in "
+        f"turn (`poll(0)`, then a {POLL_PAUSE_S * 1000:g} ms pause), and the group is stable "
+        "once every partition is owned by exactly one member and each member owns its even "
+        "share. The first figure runs from creating the first member (each subscribes as it "
+        "is created) until stable; then one member is closed, which leaves the group, and "
+        "the second runs from its `close()` until the others are stable again. Members "
+        f"heartbeat every {GROUP_HEARTBEAT_MS} ms with either protocol (a member learns of a "
+        "rebalance from its next heartbeat, so each figure is mostly a few of them): the "
+        "classic members set `heartbeat.interval.ms` and keep librdkafka's other defaults "
+        "(the range assignor, eager: every member gives up all its partitions and rejoins); "
+        "the consumer-protocol members get the brokers' `group.consumer.*` settings above and "
+        "their default assignor (uniform, incremental: only the partitions that move are "
+        "revoked, then assigned), with the target assignment computed as soon as the members "
+        "change (`group.consumer.assignment.interval.ms=0`: kpybroker does not batch it; "
+        "Kafka 4.4's default, 1 s, would add that wait to its figures). Both brokers first "
+        "get one unrecorded group of each "
+        f"protocol; then {plan.groups_per_round} group(s) of each protocol per broker and "
+        "round, each a raw sample. The broker's CPU time is read as below, over each phase.",
         "- CPU per MB: the broker process's user + system CPU time (`/proc/<pid>/stat`, "
         "all threads) over the step, per MB (10^6 bytes) of record payload moved. CPU use: "
         "the same CPU time over the seconds the records were moving (as the client timed "
@@ -382,7 +406,8 @@ def write_doc(
         "",
         *method_lines(info),
         "",
-        "## Raw samples (one per round, in round order)",
+        "## Raw samples (one per round, in round order; workload 10: one per group, "
+        f"{info.plan.groups_per_round} per round)",
         "",
         "| Workload | Case | Metric | kpybroker | Kafka |",
         "|---|---|---|---|---|",

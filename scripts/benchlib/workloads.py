@@ -6,6 +6,8 @@ megabytes of payload it moved. The rounds (``cli``) run every step against
 both brokers in turn. Workloads 8 and 9 are workloads 1 and 2 over TLS and
 SASL_SSL (``secured``), against both brokers restarted with the security settings;
 issue 7's targets are for the plaintext workloads, so theirs are figures without targets.
+Workload 10 (``rebalance``) times a large consumer group's rebalances with each group
+protocol, as its members see them; it has no targets either.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from benchlib import javatools, librdkafka, scale
+from benchlib import javatools, librdkafka, rebalance, scale
 from benchlib.brokers import Measured, create_topics
 from benchlib.javatools import ConsumerResult, ProducerResult
-from benchlib.plan import Plan, ProduceCase, format_size
+from benchlib.plan import GROUP_HEARTBEAT_MS, Plan, ProduceCase, format_size
 from benchlib.results import Better, Metric, Results
 from benchlib.secured import (
     PLAINTEXT,
@@ -46,6 +48,7 @@ W6 = "6 ProducerPerformance, transactional"
 W7 = "7 ConsumerPerformance, read_committed"
 W8 = "8 ProducerPerformance, secured"
 W9 = "9 ConsumerPerformance, secured"
+W10 = "10 consumer group rebalance"
 
 #: ``--only``'s names for the workloads: what each selects.
 SELECTIONS: dict[str, tuple[str, ...]] = {
@@ -56,6 +59,7 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
     "scale": (W5,),
     "transactions": (W6, W7),
     "security": (W8, W9),
+    "groups": (W10,),
 }
 ALL_WORKLOADS: frozenset[str] = frozenset(w for ws in SELECTIONS.values() for w in ws)
 #: The workloads run against the brokers restarted with the security settings.
@@ -65,6 +69,9 @@ SECURED_WORKLOADS: frozenset[str] = frozenset(SELECTIONS["security"])
 READ_COMMITTED = {"isolation.level": "read_committed"}
 
 MB = 1e6
+
+#: Workload 10's topic, shared by all its groups.
+GROUP_TOPIC = "groups"
 
 #: What a step does against one broker, recording into the results.
 StepRun = Callable[[Measured, Results], None]
@@ -175,8 +182,8 @@ class Workloads:
         self.selected = selected
 
     def steps(self) -> list[Step]:
-        """Warm-up, then workloads 1 to 4, 6 and 7 as selected, in the order the rounds run
-        them (a selected step's prerequisite is always selected with it)."""
+        """Warm-up, then workloads 1 to 4, 6, 7 and 10 as selected, in the order the rounds
+        run them (a selected step's prerequisite is always selected with it)."""
         plan, chosen = self.plan, self.selected
         steps = [Step(WARM_UP, "", self.warm_up)] if plan.warmup_records else []
         for index, case in enumerate(plan.produce_cases):
@@ -200,6 +207,12 @@ class Workloads:
             write = Step(W7, spec.label, self.write_aborted_topic)
             steps.append(write)
             steps.append(Step(W7, f"{spec.label}, read", self.read_committed, write))
+        if W10 in chosen:
+            groups = Step(WARM_UP, "consumer groups", self.warm_up_groups)
+            steps.append(groups)
+            for protocol in rebalance.PROTOCOLS:
+                case = self.group_case(protocol)
+                steps.append(Step(W10, case, self.group_step(protocol, case), groups))
         return steps
 
     def secured_steps(self, credentials: Credentials) -> list[Step]:
@@ -455,6 +468,58 @@ class Workloads:
         def run(broker: Measured, results: Results) -> None:
             result, cpu = self.run_consumer(broker, topic, case.records, listener)
             record_consumer(results, W9, name, broker.label, case.megabytes, result, cpu, False)
+
+        return run
+
+    # -- workload 10 ----------------------------------------------------------------
+
+    def group_case(self, protocol: str) -> str:
+        plan = self.plan
+        return (
+            f"{plan.group_members} members, {plan.group_partitions} partitions, "
+            f"{rebalance.PROTOCOL_LABELS[protocol]}"
+        )
+
+    def measure_group(self, broker: Measured, protocol: str) -> rebalance.GroupTimes:
+        plan = self.plan
+        return rebalance.measure(
+            broker.bootstrap,
+            GROUP_TOPIC,
+            protocol,
+            plan.group_members,
+            plan.group_partitions,
+            GROUP_HEARTBEAT_MS,
+            broker.cpu_seconds,
+        )
+
+    def warm_up_groups(self, broker: Measured, _results: Results) -> None:
+        """Unrecorded, before workload 10: its topic, then one group of each protocol, so that
+        the first measured group pays neither for creating ``__consumer_offsets`` (when no
+        earlier workload has) nor, on Kafka, for compiling the coordinator's paths."""
+        create_topics(broker.bootstrap, {GROUP_TOPIC: self.plan.group_partitions})
+        for protocol in rebalance.PROTOCOLS:
+            self.measure_group(broker, protocol)
+
+    def group_step(self, protocol: str, case: str) -> StepRun:
+        """``groups_per_round`` new groups with ``protocol``, one after the other; each group
+        is a sample of every figure."""
+
+        def run(broker: Measured, results: Results) -> None:
+            for _ in range(self.plan.groups_per_round):
+                times = self.measure_group(broker, protocol)
+                phases = (("after all join", times.join), ("after one leaves", times.leave))
+                for phase, figures in phases:
+                    results.add(
+                        Metric(W10, case, f"stable {phase}", "ms", Better.LOWER),
+                        broker.label,
+                        figures.seconds * 1000,
+                    )
+                for phase, figures in phases:
+                    results.add(
+                        Metric(W10, case, f"broker CPU until stable {phase}", "ms", Better.LOWER),
+                        broker.label,
+                        figures.broker_cpu_s * 1000,
+                    )
 
         return run
 

@@ -28,6 +28,7 @@ WORKLOADS = (
     "7 ConsumerPerformance, read_committed",
     "8 ProducerPerformance, secured",
     "9 ConsumerPerformance, secured",
+    "10 consumer group rebalance",
 )
 
 
