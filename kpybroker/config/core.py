@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import IntEnum, StrEnum
@@ -368,3 +368,16 @@ def index_keys(keys: Iterable[ConfigKey]) -> dict[str, ConfigKey]:
             raise ValueError(f"Configuration {key.name} is defined twice.")
         index[key.name] = key
     return index
+
+
+def check_names_and_values(
+    configs: Mapping[str, object], table: Mapping[str, object], kind: str
+) -> None:
+    """Kafka's first checks of a resource's new configs, in its words: every name known
+    to ``table``, then no null value (``kind``: "topic", "group")."""
+    for name in configs:
+        if name not in table:
+            raise ConfigError(name, f"Unknown {kind} config name: {name}")
+    for name, raw in configs.items():
+        if raw is None:
+            raise ConfigError(name, f"Null value not supported for {kind} configs: {name}")

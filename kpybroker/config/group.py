@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 
 from kpybroker.config.broker_config import BrokerConfig
-from kpybroker.config.core import ConfigError, java_str, java_trim
+from kpybroker.config.core import ConfigError, check_names_and_values, java_str, java_trim
 from kpybroker.config.group_table import GROUP_CONFIGS
 
 #: Group configs whose value the broker's bounds limit, in the order Kafka checks them
@@ -102,12 +102,7 @@ def validate_group_configs(
     unregistered streams assignor, a session timeout not above the heartbeat interval, and a
     dead-letter topic starting with "__".
     """
-    for name in configs:
-        if name not in GROUP_CONFIGS:
-            raise ConfigError(name, f"Unknown group config name: {name}")
-    for name, raw in configs.items():
-        if raw is None:
-            raise ConfigError(name, f"Null value not supported for group configs: {name}")
+    check_names_and_values(configs, GROUP_CONFIGS, "group")
     tags = configs.get(RACK_TAGS)
     if tags is not None:
         trimmed = java_trim(tags)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kpybroker.config.broker_config import BrokerConfig, ConfigSynonym
-from kpybroker.config.core import ConfigError, ConfigSource, java_str
+from kpybroker.config.core import ConfigError, ConfigSource, check_names_and_values, java_str
 from kpybroker.config.topic_table import TOPIC_CONFIGS
 
 
@@ -44,12 +44,7 @@ def validate_topic_configs(
     kpybroker has none. Without ``broker_cfg`` the table defaults stand in for the
     broker's, as in Kafka's client-side check.
     """
-    for name in configs:
-        if name not in TOPIC_CONFIGS:
-            raise ConfigError(name, f"Unknown topic config name: {name}")
-    for name, raw in configs.items():
-        if raw is None:
-            raise ConfigError(name, f"Null value not supported for topic configs: {name}")
+    check_names_and_values(configs, TOPIC_CONFIGS, "topic")
     parsed = {name: TOPIC_CONFIGS[name].parse(raw) for name, raw in configs.items()}
 
     if parsed.get("remote.storage.enable"):
