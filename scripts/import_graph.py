@@ -32,7 +32,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("metadata", ("kpybroker.metadata",)),
     ("security", ("kpybroker.security", "kpybroker.quotas")),
     ("cluster", ("kpybroker.cluster", "kpybroker.topic_admin", "kpybroker.producer_ids")),
-    ("coordinator", ("kpybroker.coordinator", "kpybroker.transaction_coordinator")),
+    (
+        "coordinator",
+        (
+            "kpybroker.coordinator",
+            "kpybroker.transaction_coordinator",
+            "kpybroker.share_coordinator",
+            "kpybroker.share_partitions",
+        ),
+    ),
     ("apis", ("kpybroker.apis",)),
     ("server", ("kpybroker.server",)),
     ("broker", ("kpybroker.broker",)),
