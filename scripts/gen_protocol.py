@@ -600,7 +600,8 @@ class Generator:
             e("out += b'\\x01'")
             self.encode_value(e, f, value, flexible, v)
             e.dedent()
-        elif f.type in ("string", "bytes") and not nullable:
+        elif f.type in ("string", "bytes", "records") and not nullable:
+            # Null where the wire has no null: written empty (records default to null).
             empty = "''" if f.type == "string" else "b''"
             self.encode_value(e, f, f"({value} if {value} is not None else {empty})", flexible, v)
         else:

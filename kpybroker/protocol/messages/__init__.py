@@ -53,6 +53,18 @@ from kpybroker.protocol.messages import consumer_group_heartbeat
 from kpybroker.protocol.messages import consumer_group_describe
 from kpybroker.protocol.messages import list_config_resources
 from kpybroker.protocol.messages import describe_topic_partitions
+from kpybroker.protocol.messages import share_group_heartbeat
+from kpybroker.protocol.messages import share_group_describe
+from kpybroker.protocol.messages import share_fetch
+from kpybroker.protocol.messages import share_acknowledge
+from kpybroker.protocol.messages import initialize_share_group_state
+from kpybroker.protocol.messages import read_share_group_state
+from kpybroker.protocol.messages import write_share_group_state
+from kpybroker.protocol.messages import delete_share_group_state
+from kpybroker.protocol.messages import read_share_group_state_summary
+from kpybroker.protocol.messages import describe_share_group_offsets
+from kpybroker.protocol.messages import alter_share_group_offsets
+from kpybroker.protocol.messages import delete_share_group_offsets
 
 SCHEMAS = {
     0: produce,
@@ -106,4 +118,16 @@ SCHEMAS = {
     69: consumer_group_describe,
     74: list_config_resources,
     75: describe_topic_partitions,
+    76: share_group_heartbeat,
+    77: share_group_describe,
+    78: share_fetch,
+    79: share_acknowledge,
+    83: initialize_share_group_state,
+    84: read_share_group_state,
+    85: write_share_group_state,
+    86: delete_share_group_state,
+    87: read_share_group_state_summary,
+    90: describe_share_group_offsets,
+    91: alter_share_group_offsets,
+    92: delete_share_group_offsets,
 }
