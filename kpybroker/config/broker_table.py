@@ -687,7 +687,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("group.share.assignor.offload.enable", BOOLEAN, True, MEDIUM, internal=True,
               doc="Compute share group assignments on a background thread."),
     ConfigKey("group.share.delivery.count.limit", INT, 5, MEDIUM, valid=Range(2, 10),
-              doc="Deliveries of a record before it is archived."),
+              enforced=True, doc="Deliveries of a record before it is archived."),
     ConfigKey("group.share.min.delivery.count.limit", INT, 2, MEDIUM, valid=Range(2, 5),
               enforced=True,
               doc="The least share.delivery.count.limit a group may set."),
@@ -696,7 +696,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="The most share.delivery.count.limit a group may set."),
     ConfigKey("group.share.record.lock.duration.ms", INT, 30_000, MEDIUM,
               valid=Range(1000, 3_600_000),
-              doc="How long a delivered record stays locked to its consumer."),
+              enforced=True, doc="How long a delivered record stays locked to its consumer."),
     ConfigKey("group.share.min.record.lock.duration.ms", INT, 15_000, MEDIUM,
               valid=Range(1000, 30_000), enforced=True,
               doc="Shortest record lock duration (the least share.record.lock.duration.ms a "
@@ -706,7 +706,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Longest record lock duration (the most share.record.lock.duration.ms a "
                   "group may set)."),
     ConfigKey("group.share.partition.max.record.locks", INT, 2000, MEDIUM, valid=Range(100, 10_000),
-              doc="Most locked records per share partition."),
+              enforced=True, doc="Most locked records per share partition."),
     ConfigKey("group.share.min.partition.max.record.locks", INT, 100, MEDIUM,
               valid=Range(100, 2000), enforced=True,
               doc="The least share.partition.max.record.locks a group may set."),

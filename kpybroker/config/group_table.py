@@ -128,20 +128,20 @@ GROUP_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Heartbeat interval of the share group's members."),
     ConfigKey("share.record.lock.duration.ms", INT, 30_000, MEDIUM, valid=Range(1000),
               mode=PER_GROUP, synonyms=("group.share.record.lock.duration.ms",),
-              doc="How long a record delivered to the share group stays locked to its consumer."),
+              enforced=True, doc="How long a record delivered to the share group stays locked to its consumer."),
     ConfigKey("share.delivery.count.limit", INT, 5, MEDIUM, valid=Range(2), mode=PER_GROUP,
               synonyms=("group.share.delivery.count.limit",),
-              doc="Deliveries of a record to the share group before it is archived."),
+              enforced=True, doc="Deliveries of a record to the share group before it is archived."),
     ConfigKey("share.partition.max.record.locks", INT, 2000, MEDIUM, valid=Range(100),
               mode=PER_GROUP, synonyms=("group.share.partition.max.record.locks",),
-              doc="Most locked records per share partition."),
+              enforced=True, doc="Most locked records per share partition."),
     ConfigKey("share.auto.offset.reset", STRING, "latest", MEDIUM, valid=SHARE_AUTO_OFFSET_RESET,
               mode=PER_GROUP,
-              doc="Where the share group starts on a partition: earliest, latest, or "
+              enforced=True, doc="Where the share group starts on a partition: earliest, latest, or "
                   "by_duration:<ISO-8601 duration> before now."),
     ConfigKey("share.isolation.level", STRING, "read_uncommitted", MEDIUM,
               valid=OneOf("read_committed", "read_uncommitted"), mode=PER_GROUP,
-              doc="Whether the share group sees records of aborted transactions "
+              enforced=True, doc="Whether the share group sees records of aborted transactions "
                   "(read_uncommitted) or only committed ones (read_committed)."),
     ConfigKey("share.renew.acknowledge.enable", BOOLEAN, True, MEDIUM, mode=PER_GROUP,
               doc="Whether the share group's consumers may renew their record locks."),

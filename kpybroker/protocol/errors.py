@@ -140,6 +140,11 @@ class ErrorCode(IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133
 
 
 class KafkaError(Exception):
@@ -439,6 +444,13 @@ _DEFAULT_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.DUPLICATE_VOTER: "The voter is already part of the set of voters.",
     ErrorCode.VOTER_NOT_FOUND: "The voter is not part of the set of voters.",
     ErrorCode.INVALID_REGULAR_EXPRESSION: "The regular expression is not valid.",
+    ErrorCode.REBOOTSTRAP_REQUIRED: (
+        "Client metadata is stale. The client should rebootstrap to obtain new metadata."
+    ),
+    ErrorCode.STREAMS_INVALID_TOPOLOGY: "The supplied topology is invalid.",
+    ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH: ("The supplied topology epoch is invalid."),
+    ErrorCode.STREAMS_TOPOLOGY_FENCED: ("The supplied topology epoch is outdated."),
+    ErrorCode.SHARE_SESSION_LIMIT_REACHED: ("The limit of share sessions has been reached."),
 }
 
 

@@ -29,7 +29,10 @@ from kpybroker.quotas.quota_managers import QuotaManagers
 from kpybroker.quotas.settings import QuotaSettings
 from kpybroker.security.acls.authorizer import AclAuthorizer
 from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
+from kpybroker.share_partitions.share_partition_manager import SharePartitionManager
+from kpybroker.share_partitions.share_settings import share_settings
 from kpybroker.topic_admin import Topic
+from tests.helpers.memory_persister import MemoryPersister
 
 BROKER_ID = 0
 LISTENER = "PLAINTEXT"
@@ -341,14 +344,23 @@ def services(
     authorizer: AclAuthorizer | None = None,
     acls: Any = None,
     entity_configs: FakeEntityConfigs | None = None,
+    share_partitions: Any = None,
 ) -> Services:
     """Services of fakes, with a broker config of ``config`` over the defaults.
 
     ``authorizer``: a real ``AclAuthorizer`` to decide (None: everything is allowed)."""
     topics = topics or FakeTopics()
     settings = BrokerConfig(config or {})
+    replicas = replicas or FakeReplicas()
+    if share_partitions is None:
+        share_partitions = SharePartitionManager(
+            replicas,  # type: ignore[arg-type]
+            MemoryPersister(),
+            lambda group_id: share_settings(settings, {}),
+            max_sessions=2000,
+        )
     return Services(
-        replicas=replicas or FakeReplicas(),
+        replicas=replicas,
         topics=topics,
         groups=groups or FakeGroups(),
         cluster=FakeCluster(topics),
@@ -362,6 +374,7 @@ def services(
         metadata_answers=TopicAnswers(),
         entity_configs=entity_configs or FakeEntityConfigs(),
         quotas=QuotaManagers.from_settings(QuotaSettings.from_config(settings)),
+        share_partitions=share_partitions,
         authorizer=authorizer,
         acls=acls,
     )

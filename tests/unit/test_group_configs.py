@@ -95,6 +95,11 @@ def test_every_synonym_is_a_broker_config_with_the_same_default() -> None:
     assert {n for n, k in GROUP_CONFIGS.items() if k.enforced} == {
         "consumer.session.timeout.ms",
         "consumer.heartbeat.interval.ms",
+        "share.record.lock.duration.ms",
+        "share.delivery.count.limit",
+        "share.partition.max.record.locks",
+        "share.auto.offset.reset",
+        "share.isolation.level",
     }
 
 

@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     from kpybroker.quotas.quota_managers import QuotaManagers
     from kpybroker.security.acls.acl_store import AclDeleteResult, AclError
     from kpybroker.security.acls.model import AclBinding, AclBindingFilter
+    from kpybroker.share_coordinator.persister import ShareKey
+    from kpybroker.share_partitions.share_partition_manager import Ack, Fetched
+    from kpybroker.share_partitions.share_sessions import ShareSessions
     from kpybroker.topic_admin import Topic
     from kpybroker.transaction_coordinator.shard import (
         EndResult,
@@ -168,6 +171,32 @@ class Groups(Protocol):
     async def complete_transaction(
         self, offsets_partition: int, producer_id: int, producer_epoch: int, committed: bool
     ) -> ErrorCode: ...
+
+
+class SharePartitions(Protocol):
+    """The share partitions this broker leads and its share sessions (``SharePartitionManager``)."""
+
+    sessions: ShareSessions
+
+    def lock_duration_ms(self, group_id: str) -> int: ...
+
+    async def fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        wanted: Sequence[tuple[ShareKey, str]],
+        *,
+        max_records: int,
+        max_bytes: int,
+        min_bytes: int,
+        max_wait_ms: int,
+    ) -> Mapping[ShareKey, Fetched]: ...
+
+    async def acknowledge(
+        self, member_id: str, key: ShareKey, topic: str, acks: Sequence[Ack]
+    ) -> ErrorCode: ...
+
+    def release(self, member_id: str, keys: Sequence[ShareKey]) -> None: ...
 
 
 class ClusterView(Protocol):
@@ -365,6 +394,7 @@ class Services:
     metadata_answers: TopicAnswers
     entity_configs: EntityConfigStore
     quotas: QuotaManagers
+    share_partitions: SharePartitions
     #: None: no ``authorizer.class.name``, every request is allowed.
     authorizer: Authorizer | None = None
     #: None exactly when ``authorizer`` is: the ACL APIs answer SECURITY_DISABLED.

@@ -1,0 +1,430 @@
+"""One share partition's in-flight records: a state machine without I/O (``SharePartition``).
+
+A share group reads a partition as a queue. The partition's leader keeps,
+for each group, the *share-partition start offset* (below it every record
+is done with) and the state of each in-flight record past it:
+
+- AVAILABLE: may be handed to the next consumer that fetches;
+- ACQUIRED by one member, under an acquisition lock that runs out after the
+  group's ``share.record.lock.duration.ms``;
+- ACKNOWLEDGED (accepted) or ARCHIVED (rejected, a gap, or delivered
+  ``share.delivery.count.limit`` times): never delivered again.
+
+States are kept in runs of consecutive offsets sharing a state, delivery
+count, owner and lock (``Run``), not per record: a consumer acquires and
+acknowledges whole batches, so a partition's in-flight window is a handful
+of runs however many records it holds. A run is split only where an
+acknowledgement or an acquisition cuts it, and neighbours merge back.
+
+Acquisition follows the log's batches (Kafka hands out whole batches, so
+``max_records`` may be exceeded to keep to a batch's boundary). When the
+leading runs are all done with, the start offset moves past them and they
+are forgotten. What changes is returned as ``StateBatch``es to persist
+(``kpybroker.share_coordinator.persister``); a partition is rebuilt from its
+persisted start offset and batches (``from_state``) when a broker loads it,
+with every record that was acquired back to available, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import NamedTuple
+
+from kpybroker.protocol.errors import ErrorCode
+from kpybroker.share_coordinator.persister import DeliveryState, StateBatch
+
+
+class AckType(IntEnum):
+    """ShareFetch/ShareAcknowledge acknowledgement types."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+@dataclass(slots=True)
+class Run:
+    """Offsets ``first..last`` (inclusive) in one state."""
+
+    first: int
+    last: int
+    state: DeliveryState
+    count: int
+    member: str | None = None
+    #: The acquisition whose lock covers the run (0: none).
+    lock: int = 0
+
+    def same_as(self, other: Run) -> bool:
+        return (
+            self.state == other.state
+            and self.count == other.count
+            and self.member == other.member
+            and self.lock == other.lock
+        )
+
+    def batch(self) -> StateBatch:
+        state = DeliveryState.AVAILABLE if self.state == DeliveryState.ACQUIRED else self.state
+        return StateBatch(self.first, self.last, int(state), self.count)
+
+
+class Acquired(NamedTuple):
+    """A range handed to a consumer: ShareFetch's AcquiredRecords."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+class LogBatch(NamedTuple):
+    """A batch of the partition's log as read: its offsets (and where its bytes are)."""
+
+    base_offset: int
+    last_offset: int
+    position: int
+    size: int
+    #: Never for consumers: a control batch (transaction marker), or, for a read_committed
+    #: group, a batch of an aborted transaction. Its records are archived, not acquired.
+    skipped: bool = False
+
+
+class SharePartition:
+    def __init__(
+        self,
+        start_offset: int,
+        *,
+        delivery_count_limit: int,
+        max_in_flight: int,
+        runs: Iterable[Run] = (),
+    ) -> None:
+        self.start_offset = start_offset
+        self.delivery_count_limit = delivery_count_limit
+        self.max_in_flight = max_in_flight
+        self.runs: list[Run] = list(runs)
+        self._locks = 0
+
+    @classmethod
+    def from_state(
+        cls,
+        start_offset: int,
+        batches: Sequence[StateBatch],
+        *,
+        delivery_count_limit: int,
+        max_in_flight: int,
+    ) -> SharePartition:
+        """Rebuild from the persisted state: gaps between batches are records never
+        delivered; the runs that are done with at the start are dropped at once."""
+        runs: list[Run] = []
+        nxt = start_offset
+        for b in sorted(batches):
+            first = max(b.first_offset, nxt)
+            if first > b.last_offset:
+                continue
+            if first > nxt:
+                runs.append(Run(nxt, first - 1, DeliveryState.AVAILABLE, 0))
+            state = DeliveryState(b.delivery_state)
+            if state == DeliveryState.ACQUIRED:
+                state = DeliveryState.AVAILABLE
+            runs.append(Run(first, b.last_offset, state, b.delivery_count))
+            nxt = b.last_offset + 1
+        partition = cls(
+            start_offset,
+            delivery_count_limit=delivery_count_limit,
+            max_in_flight=max_in_flight,
+            runs=runs,
+        )
+        partition._merge(0, len(runs))
+        partition._advance_start()
+        return partition
+
+    # -- reading the state ----------------------------------------------------------------
+
+    @property
+    def end_offset(self) -> int:
+        """The offset after the last in-flight record (Kafka's endOffset + 1)."""
+        return self.runs[-1].last + 1 if self.runs else self.start_offset
+
+    def next_fetch_offset(self) -> int:
+        """Where a fetch reads from: the first available in-flight record, else the end."""
+        for run in self.runs:
+            if run.state == DeliveryState.AVAILABLE:
+                return run.first
+        return self.end_offset
+
+    def can_acquire(self) -> bool:
+        """Whether a fetch could acquire anything: an in-flight record is available, or
+        the window has room for new records."""
+        if self.next_fetch_offset() != self.end_offset:
+            return True
+        return self.end_offset - self.start_offset < self.max_in_flight
+
+    def in_flight_states(self) -> list[StateBatch]:
+        return [run.batch() for run in self.runs]
+
+    def acquired_by(self, member: str) -> int:
+        return sum(r.last - r.first + 1 for r in self.runs if r.member == member)
+
+    # -- acquiring ----------------------------------------------------------------------------
+
+    def acquire(
+        self, member: str, batches: Sequence[LogBatch], max_records: int
+    ) -> tuple[int, list[Acquired], list[LogBatch]]:
+        """Acquire available records of ``batches`` (read from ``next_fetch_offset()``)
+        for ``member``: the acquisition's lock id, the acquired ranges, and the batches
+        holding them (what the answer carries)."""
+        self._locks += 1
+        lock = self._locks
+        acquired: list[Acquired] = []
+        carried: list[LogBatch] = []
+        total = 0
+        for batch in batches:
+            if total >= max_records:
+                break
+            first = max(batch.base_offset, self.start_offset)
+            if first > batch.last_offset:
+                continue
+            if batch.skipped:
+                self._archive_range(first, batch.last_offset)
+                continue
+            got = self._acquire_range(member, lock, first, batch.last_offset, acquired)
+            if got:
+                total += got
+                carried.append(batch)
+            elif self.end_offset - self.start_offset >= self.max_in_flight:
+                break
+        return lock, _coalesced(acquired), carried
+
+    def _acquire_range(
+        self, member: str, lock: int, first: int, last: int, acquired: list[Acquired]
+    ) -> int:
+        """Acquire what is available in ``first..last``; new records past the end become
+        in flight (while the window has room). The number of records acquired."""
+        got = 0
+        end = self.end_offset
+        if first < end:
+            upto = min(last, end - 1)
+            self._split(first)
+            self._split(upto + 1)
+            i = self._index(first)
+            while i < len(self.runs) and self.runs[i].first <= upto:
+                run = self.runs[i]
+                if run.state == DeliveryState.AVAILABLE:
+                    run.state = DeliveryState.ACQUIRED
+                    run.count += 1
+                    run.member = member
+                    run.lock = lock
+                    acquired.append(Acquired(run.first, run.last, run.count))
+                    got += run.last - run.first + 1
+                i += 1
+        if last >= end and end - self.start_offset < self.max_in_flight:
+            new_first = max(first, end)
+            if new_first > end:  # offsets the log no longer has (compacted away)
+                self.runs.append(Run(end, new_first - 1, DeliveryState.ARCHIVED, 0))
+            self.runs.append(Run(new_first, last, DeliveryState.ACQUIRED, 1, member, lock))
+            acquired.append(Acquired(new_first, last, 1))
+            got += last - new_first + 1
+        self._merge(0, len(self.runs))
+        return got
+
+    def _archive_range(self, first: int, last: int) -> None:
+        """Records no consumer gets: those available in ``first..last`` are archived, and
+        so are those past the end (the window moves on, whatever its bound)."""
+        end = self.end_offset
+        if first < end:
+            upto = min(last, end - 1)
+            self._split(first)
+            self._split(upto + 1)
+            i = self._index(first)
+            while i < len(self.runs) and self.runs[i].first <= upto:
+                if self.runs[i].state == DeliveryState.AVAILABLE:
+                    self.runs[i].state = DeliveryState.ARCHIVED
+                i += 1
+        if last >= end:
+            self.runs.append(Run(max(first, end), last, DeliveryState.ARCHIVED, 0))
+        self._merge(0, len(self.runs))
+        self._advance_start()
+
+    # -- acknowledging and releasing ------------------------------------------------------------
+
+    def check_acquired(self, member: str, first: int, last: int) -> ErrorCode:
+        """INVALID_RECORD_STATE unless every record of ``first..last`` is acquired by
+        ``member`` (Kafka refuses the whole batch)."""
+        if first > last or first < self.start_offset or last >= self.end_offset:
+            return ErrorCode.INVALID_RECORD_STATE
+        i = self._index(first)
+        while i < len(self.runs) and self.runs[i].first <= last:
+            run = self.runs[i]
+            if run.state != DeliveryState.ACQUIRED or run.member != member:
+                return ErrorCode.INVALID_RECORD_STATE
+            i += 1
+        return ErrorCode.NONE
+
+    def acknowledge(
+        self, member: str, first: int, last: int, types: Sequence[int]
+    ) -> tuple[ErrorCode, list[StateBatch], list[int]]:
+        """Apply one acknowledgement batch: one type for the whole range, or one per
+        record. The changed batches to persist, and the new locks of renewed records."""
+        error = self.check_acquired(member, first, last)
+        if error:
+            return error, [], []
+        if len(types) == 1:
+            spans = [(first, last, types[0])]
+        elif len(types) == last - first + 1:
+            spans = _spans(first, types)
+        else:
+            return ErrorCode.INVALID_REQUEST, [], []
+        if any(t not in AckType._value2member_map_ for _, _, t in spans):
+            return ErrorCode.INVALID_REQUEST, [], []
+        changed: list[StateBatch] = []
+        renewed: list[int] = []
+        for lo, hi, ack in spans:
+            if ack == AckType.RENEW:
+                renewed.append(self.renew(member, lo, hi))
+            else:
+                changed.extend(self._settle(lo, hi, _state_after(ack)))
+        self._advance_start()
+        return ErrorCode.NONE, changed, renewed
+
+    def renew(self, member: str, first: int, last: int) -> int:
+        """Give ``first..last`` (acquired by ``member``) a new lock: its id."""
+        self._locks += 1
+        self._split(first)
+        self._split(last + 1)
+        i = self._index(first)
+        while i < len(self.runs) and self.runs[i].first <= last:
+            if self.runs[i].member == member:
+                self.runs[i].lock = self._locks
+            i += 1
+        return self._locks
+
+    def release_lock(self, lock: int) -> list[StateBatch]:
+        """An acquisition lock ran out: its records still acquired become available again
+        (archived once delivered the limit)."""
+        return self._release(lambda run: run.lock == lock)
+
+    def release_member(self, member: str) -> list[StateBatch]:
+        """A member's share session closed or it left: what it holds is released."""
+        return self._release(lambda run: run.member == member)
+
+    def locks_of(self, member: str) -> set[int]:
+        return {r.lock for r in self.runs if r.member == member}
+
+    def _release(self, matches: Callable[[Run], bool]) -> list[StateBatch]:
+        targets = [
+            (r.first, r.last) for r in self.runs if r.state == DeliveryState.ACQUIRED and matches(r)
+        ]
+        changed: list[StateBatch] = []
+        for lo, hi in targets:
+            changed.extend(self._settle(lo, hi, DeliveryState.AVAILABLE))
+        self._advance_start()
+        return changed
+
+    def _settle(self, first: int, last: int, state: DeliveryState) -> list[StateBatch]:
+        """Move acquired ``first..last`` to ``state``; a release of a record delivered the
+        limit archives it."""
+        self._split(first)
+        self._split(last + 1)
+        i = self._index(first)
+        start = i
+        changed: list[StateBatch] = []
+        while i < len(self.runs) and self.runs[i].first <= last:
+            run = self.runs[i]
+            run.member = None
+            run.lock = 0
+            if state == DeliveryState.AVAILABLE and run.count >= self.delivery_count_limit:
+                run.state = DeliveryState.ARCHIVED
+            else:
+                run.state = state
+            changed.append(run.batch())
+            i += 1
+        self._merge(start, i)
+        return changed
+
+    def move_start(self, offset: int) -> None:
+        """The log start moved past ``offset`` (retention, DeleteRecords): what is below is gone."""
+        if offset <= self.start_offset:
+            return
+        self._split(offset)
+        self.runs = [r for r in self.runs if r.first >= offset]
+        self.start_offset = offset
+
+    # -- the runs ------------------------------------------------------------------------------
+
+    def _index(self, offset: int) -> int:
+        """Index of the run holding ``offset`` (the runs are contiguous)."""
+        firsts = [r.first for r in self.runs]
+        return max(0, bisect_right(firsts, offset) - 1)
+
+    def _split(self, offset: int) -> None:
+        """Make ``offset`` the first of a run, if it falls inside one."""
+        if not self.runs or offset <= self.runs[0].first or offset > self.runs[-1].last:
+            return
+        i = self._index(offset)
+        run = self.runs[i]
+        if run.first == offset:
+            return
+        tail = Run(offset, run.last, run.state, run.count, run.member, run.lock)
+        run.last = offset - 1
+        self.runs.insert(i + 1, tail)
+
+    def _merge(self, lo: int, hi: int) -> None:
+        """Merge neighbours alike around ``runs[lo:hi]``."""
+        i = max(0, lo - 1)
+        end = min(len(self.runs), hi + 1)
+        while i < end - 1 and i < len(self.runs) - 1:
+            a, b = self.runs[i], self.runs[i + 1]
+            if a.same_as(b) and a.last + 1 == b.first:
+                a.last = b.last
+                del self.runs[i + 1]
+                end -= 1
+            else:
+                i += 1
+
+    def _advance_start(self) -> None:
+        done = 0
+        for run in self.runs:
+            if run.state not in (DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVED):
+                break
+            done += 1
+        if done:
+            self.start_offset = self.runs[done - 1].last + 1
+            del self.runs[:done]
+
+
+def _state_after(ack: int) -> DeliveryState:
+    if ack == AckType.ACCEPT:
+        return DeliveryState.ACKNOWLEDGED
+    if ack == AckType.RELEASE:
+        return DeliveryState.AVAILABLE
+    return DeliveryState.ARCHIVED  # reject, gap
+
+
+def _spans(first: int, types: Sequence[int]) -> list[tuple[int, int, int]]:
+    """Per-record types as runs of one type."""
+    spans: list[tuple[int, int, int]] = []
+    lo = first
+    for i in range(1, len(types) + 1):
+        if i == len(types) or types[i] != types[i - 1]:
+            spans.append((lo, first + i - 1, types[i - 1]))
+            lo = first + i
+    return spans
+
+
+def _coalesced(acquired: list[Acquired]) -> list[Acquired]:
+    """Neighbouring ranges with the same delivery count as one."""
+    out: list[Acquired] = []
+    for a in acquired:
+        last = out[-1] if out else None
+        if (
+            last
+            and last.last_offset + 1 == a.first_offset
+            and last.delivery_count == a.delivery_count
+        ):
+            out[-1] = Acquired(out[-1].first_offset, a.last_offset, a.delivery_count)
+        else:
+            out.append(a)
+    return out

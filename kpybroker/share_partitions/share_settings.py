@@ -1,0 +1,37 @@
+"""A share group's settings as its partitions' leader applies them.
+
+Each is the group's own config (``kafka-configs.sh --entity-type groups``)
+where it sets one, else the broker's ``group.share.*`` synonym, else Kafka's
+default: the one rule of ``config.group.group_defaults``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+from kpybroker.config.group import group_defaults, parse_group_configs
+
+if TYPE_CHECKING:
+    from kpybroker.config import BrokerConfig
+
+READ_COMMITTED = "read_committed"
+
+
+class ShareSettings(NamedTuple):
+    record_lock_duration_ms: int
+    delivery_count_limit: int
+    max_record_locks: int
+    auto_offset_reset: str
+    isolation_level: str
+
+
+def share_settings(broker_config: BrokerConfig, group_configs: Mapping[str, str]) -> ShareSettings:
+    values = {**group_defaults(broker_config), **parse_group_configs(group_configs)}
+    return ShareSettings(
+        record_lock_duration_ms=int(values["share.record.lock.duration.ms"]),  # type: ignore[call-overload]
+        delivery_count_limit=int(values["share.delivery.count.limit"]),  # type: ignore[call-overload]
+        max_record_locks=int(values["share.partition.max.record.locks"]),  # type: ignore[call-overload]
+        auto_offset_reset=str(values["share.auto.offset.reset"]),
+        isolation_level=str(values["share.isolation.level"]),
+    )

@@ -1,0 +1,191 @@
+"""A share partition's in-flight records: acquisition, acknowledgement, locks, delivery counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from kpybroker.protocol.errors import ErrorCode
+from kpybroker.share_coordinator.persister import DeliveryState, StateBatch
+from kpybroker.share_partitions.share_partition import (
+    AckType,
+    Acquired,
+    LogBatch,
+    SharePartition,
+)
+from kpybroker.share_partitions.share_sessions import (
+    SessionError,
+    SessionKey,
+    SessionPartition,
+    ShareSessions,
+    next_epoch,
+)
+
+ACCEPT, RELEASE, REJECT, GAP, RENEW = (
+    AckType.ACCEPT,
+    AckType.RELEASE,
+    AckType.REJECT,
+    AckType.GAP,
+    AckType.RENEW,
+)
+
+
+def log_batches(*ranges: tuple[int, int]) -> list[LogBatch]:
+    return [LogBatch(first, last, 0, 0) for first, last in ranges]
+
+
+def partition(start: int = 0, limit: int = 3, max_in_flight: int = 200) -> SharePartition:
+    return SharePartition(start, delivery_count_limit=limit, max_in_flight=max_in_flight)
+
+
+def test_new_records_are_acquired_batch_by_batch_and_the_batches_carried() -> None:
+    sp = partition()
+    lock, acquired, carried = sp.acquire("a", log_batches((0, 4), (5, 9), (10, 14)), 7)
+    # Whole batches: 7 records asked, 10 given (batch boundaries are kept).
+    assert acquired == [Acquired(0, 9, 1)]
+    assert [b.base_offset for b in carried] == [0, 5]
+    assert sp.end_offset == 10
+    assert sp.next_fetch_offset() == 10
+    assert lock > 0
+
+
+def test_accepted_records_move_the_start_offset_and_are_never_redelivered() -> None:
+    sp = partition()
+    sp.acquire("a", log_batches((0, 9)), 100)
+    error, changed, _ = sp.acknowledge("a", 0, 4, [ACCEPT])
+    assert error == ErrorCode.NONE
+    assert changed == [StateBatch(0, 4, DeliveryState.ACKNOWLEDGED, 1)]
+    assert sp.start_offset == 5
+    assert sp.acquire("b", log_batches((0, 9)), 100)[1] == []
+
+
+def test_released_records_are_redelivered_with_a_higher_count() -> None:
+    sp = partition()
+    sp.acquire("a", log_batches((0, 9)), 100)
+    sp.acknowledge("a", 0, 9, [ACCEPT] * 3 + [RELEASE] * 2 + [ACCEPT] * 5)
+    assert sp.start_offset == 3
+    assert sp.next_fetch_offset() == 3
+    _, acquired, _ = sp.acquire("b", log_batches((0, 9)), 100)
+    assert acquired == [Acquired(3, 4, 2)]
+
+
+def test_rejected_and_gap_records_are_archived() -> None:
+    sp = partition()
+    sp.acquire("a", log_batches((0, 3)), 100)
+    error, changed, _ = sp.acknowledge("a", 0, 3, [REJECT, GAP, ACCEPT, REJECT])
+    assert error == ErrorCode.NONE
+    assert sp.start_offset == 4
+    assert [c.delivery_state for c in changed] == [DeliveryState.ARCHIVED] * 2 + [
+        DeliveryState.ACKNOWLEDGED,
+        DeliveryState.ARCHIVED,
+    ]
+
+
+def test_only_the_member_holding_records_may_acknowledge_them() -> None:
+    sp = partition()
+    sp.acquire("a", log_batches((0, 9)), 100)
+    assert sp.acknowledge("b", 0, 9, [ACCEPT])[0] == ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", 5, 12, [ACCEPT])[0] == ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", 0, 9, [ACCEPT, ACCEPT])[0] == ErrorCode.INVALID_REQUEST
+    assert sp.acknowledge("a", 0, 9, [ACCEPT])[0] == ErrorCode.NONE
+    assert sp.acknowledge("a", 0, 9, [ACCEPT])[0] == ErrorCode.INVALID_RECORD_STATE
+
+
+def test_an_expired_lock_releases_and_the_delivery_limit_archives() -> None:
+    sp = partition(limit=2)
+    lock, _, _ = sp.acquire("a", log_batches((0, 4)), 100)
+    assert sp.release_lock(lock) == [StateBatch(0, 4, DeliveryState.AVAILABLE, 1)]
+    lock, acquired, _ = sp.acquire("b", log_batches((0, 4)), 100)
+    assert acquired == [Acquired(0, 4, 2)]
+    # Delivered twice (the limit): the next expiry archives them, and the start moves on.
+    assert sp.release_lock(lock) == [StateBatch(0, 4, DeliveryState.ARCHIVED, 2)]
+    assert sp.start_offset == 5
+    assert sp.runs == []
+
+
+def test_a_lock_that_ran_out_after_acknowledgement_changes_nothing() -> None:
+    sp = partition()
+    lock, _, _ = sp.acquire("a", log_batches((0, 4)), 100)
+    sp.acknowledge("a", 0, 4, [ACCEPT])
+    assert sp.release_lock(lock) == []
+
+
+def test_renewing_gives_the_records_a_new_lock() -> None:
+    sp = partition()
+    lock, _, _ = sp.acquire("a", log_batches((0, 4)), 100)
+    error, changed, renewed = sp.acknowledge("a", 0, 4, [RENEW])
+    assert (error, changed) == (ErrorCode.NONE, [])
+    assert renewed and renewed[0] != lock
+    assert sp.release_lock(lock) == []  # the old lock no longer holds them
+    assert sp.release_lock(renewed[0]) == [StateBatch(0, 4, DeliveryState.AVAILABLE, 1)]
+
+
+def test_several_members_share_a_partition_without_overlap() -> None:
+    sp = partition()
+    _, a, _ = sp.acquire("a", log_batches((0, 4)), 100)
+    _, b, _ = sp.acquire("b", log_batches((0, 4), (5, 9)), 100)
+    assert a == [Acquired(0, 4, 1)]
+    assert b == [Acquired(5, 9, 1)]
+    released = sp.release_member("a")
+    assert released == [StateBatch(0, 4, DeliveryState.AVAILABLE, 1)]
+    _, c, _ = sp.acquire("c", log_batches((0, 4), (5, 9)), 100)
+    assert c == [Acquired(0, 4, 2)]
+
+
+def test_the_in_flight_window_is_bounded() -> None:
+    sp = partition(max_in_flight=10)
+    sp.acquire("a", log_batches((0, 9)), 100)
+    assert not sp.can_acquire()
+    assert sp.acquire("b", log_batches((10, 19)), 100)[1] == []
+    sp.acknowledge("a", 0, 9, [ACCEPT])
+    assert sp.can_acquire()
+
+
+def test_state_rebuilt_from_persisted_batches() -> None:
+    batches = [
+        StateBatch(10, 12, DeliveryState.ACKNOWLEDGED, 1),
+        StateBatch(13, 14, DeliveryState.AVAILABLE, 2),
+        StateBatch(17, 18, DeliveryState.ARCHIVED, 3),
+    ]
+    sp = SharePartition.from_state(10, batches, delivery_count_limit=5, max_in_flight=100)
+    # 10-12 are done: the start moves past them; 15-16 were never delivered.
+    assert sp.start_offset == 13
+    assert sp.end_offset == 19
+    _, acquired, _ = sp.acquire("a", log_batches((10, 20)), 100)
+    assert acquired == [Acquired(13, 14, 3), Acquired(15, 16, 1), Acquired(19, 20, 1)]
+
+
+def test_the_log_start_moving_forgets_what_is_below() -> None:
+    sp = partition()
+    sp.acquire("a", log_batches((0, 9)), 100)
+    sp.move_start(5)
+    assert sp.start_offset == 5
+    assert sp.acknowledge("a", 5, 9, [ACCEPT])[0] == ErrorCode.NONE
+    assert sp.start_offset == 10
+
+
+def test_offsets_missing_from_the_log_are_archived() -> None:
+    sp = partition()
+    _, acquired, _ = sp.acquire("a", log_batches((0, 2), (6, 8)), 100)
+    assert acquired == [Acquired(0, 2, 1), Acquired(6, 8, 1)]
+    sp.acknowledge("a", 0, 2, [ACCEPT])
+    assert sp.start_offset == 6
+
+
+def test_share_sessions_follow_kafkas_epochs() -> None:
+    sessions = ShareSessions(max_sessions=1)
+    key = SessionKey("g", "m")
+    tp = SessionPartition(b"\1" * 16, 0)
+    session, replaced = sessions.open(key, [tp])
+    assert (session.epoch, replaced) == (1, None)
+    with pytest.raises(SessionError) as refused:
+        sessions.advance(key, 5)
+    assert refused.value.code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    assert sessions.advance(key, 1, forgotten=[tp]).partitions == {}
+    with pytest.raises(SessionError) as refused:
+        sessions.open(SessionKey("g", "other"), [])
+    assert refused.value.code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
+    assert sessions.close(key) is session
+    with pytest.raises(SessionError) as refused:
+        sessions.advance(key, 2)
+    assert refused.value.code == ErrorCode.SHARE_SESSION_NOT_FOUND
+    assert next_epoch(2**31 - 1) == 1
