@@ -64,6 +64,8 @@ from kpybroker.share_partitions.share_sessions import (
 )
 
 RENEW_FROM = 2
+#: ShareFetch v2's ``share_acquire_mode``: never more than ``max_records`` (0: whole batches).
+RECORD_LIMIT_MODE = 1
 
 
 #: Partitions answered with an error before anything is read or acknowledged.
@@ -202,6 +204,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             max_bytes=request.max_bytes,
             min_bytes=request.min_bytes,
             max_wait_ms=request.max_wait_ms,
+            record_limit=request.share_acquire_mode == RECORD_LIMIT_MODE,
         )
     answers: dict[SessionPartition, PartitionData] = {}
     hinted: set[int] = set()

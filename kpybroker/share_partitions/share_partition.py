@@ -171,11 +171,20 @@ class SharePartition:
     # -- acquiring ----------------------------------------------------------------------------
 
     def acquire(
-        self, member: str, batches: Sequence[LogBatch], max_records: int
+        self,
+        member: str,
+        batches: Sequence[LogBatch],
+        max_records: int,
+        *,
+        record_limit: bool = False,
     ) -> tuple[int, list[Acquired], list[LogBatch]]:
         """Acquire available records of ``batches`` (read from ``next_fetch_offset()``)
         for ``member``: the acquisition's lock id, the acquired ranges, and the batches
-        holding them (what the answer carries)."""
+        holding them (what the answer carries).
+
+        Whole batches are acquired until ``max_records`` is reached (Kafka's
+        batch-optimized mode), or, with ``record_limit`` (ShareFetch v2's record-limit
+        mode), never more than ``max_records``: a batch may then be acquired in part."""
         self._locks += 1
         lock = self._locks
         acquired: list[Acquired] = []
@@ -190,7 +199,8 @@ class SharePartition:
             if batch.skipped:
                 self._archive_range(first, batch.last_offset)
                 continue
-            got = self._acquire_range(member, lock, first, batch.last_offset, acquired)
+            cap = max_records - total if record_limit else batch.last_offset - first + 1
+            got = self._acquire_range(member, lock, first, batch.last_offset, cap, acquired)
             if got:
                 total += got
                 carried.append(batch)
@@ -199,10 +209,10 @@ class SharePartition:
         return lock, _coalesced(acquired), carried
 
     def _acquire_range(
-        self, member: str, lock: int, first: int, last: int, acquired: list[Acquired]
+        self, member: str, lock: int, first: int, last: int, cap: int, acquired: list[Acquired]
     ) -> int:
-        """Acquire what is available in ``first..last``; new records past the end become
-        in flight (while the window has room). The number of records acquired."""
+        """Acquire up to ``cap`` available records in ``first..last``; new records past the
+        end become in flight (while the window has room). The number acquired."""
         got = 0
         end = self.end_offset
         if first < end:
@@ -210,9 +220,10 @@ class SharePartition:
             self._split(first)
             self._split(upto + 1)
             i = self._index(first)
-            while i < len(self.runs) and self.runs[i].first <= upto:
+            while i < len(self.runs) and self.runs[i].first <= upto and got < cap:
                 run = self.runs[i]
                 if run.state == DeliveryState.AVAILABLE:
+                    self._split(min(run.last, run.first + cap - got - 1) + 1)
                     run.state = DeliveryState.ACQUIRED
                     run.count += 1
                     run.member = member
@@ -220,13 +231,14 @@ class SharePartition:
                     acquired.append(Acquired(run.first, run.last, run.count))
                     got += run.last - run.first + 1
                 i += 1
-        if last >= end and end - self.start_offset < self.max_in_flight:
+        if last >= end and got < cap and end - self.start_offset < self.max_in_flight:
             new_first = max(first, end)
             if new_first > end:  # offsets the log no longer has (compacted away)
                 self.runs.append(Run(end, new_first - 1, DeliveryState.ARCHIVED, 0))
-            self.runs.append(Run(new_first, last, DeliveryState.ACQUIRED, 1, member, lock))
-            acquired.append(Acquired(new_first, last, 1))
-            got += last - new_first + 1
+            new_last = min(last, new_first + cap - got - 1)
+            self.runs.append(Run(new_first, new_last, DeliveryState.ACQUIRED, 1, member, lock))
+            acquired.append(Acquired(new_first, new_last, 1))
+            got += new_last - new_first + 1
         self._merge(0, len(self.runs))
         return got
 

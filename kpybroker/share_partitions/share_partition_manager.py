@@ -155,13 +155,16 @@ class SharePartitionManager:
         max_bytes: int,
         min_bytes: int,
         max_wait_ms: int,
+        record_limit: bool = False,
     ) -> dict[ShareKey, Fetched]:
         """Acquire records of ``wanted`` (keys with their topic names) for the member,
         waiting up to ``max_wait_ms`` while there are fewer than ``min_bytes``."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0, max_wait_ms) / 1000
         while True:
-            answers, partitions = await self._fetch_once(member_id, wanted, max_records, max_bytes)
+            answers, partitions = await self._fetch_once(
+                member_id, wanted, max_records, max_bytes, record_limit
+            )
             got = sum(len(a.records) for a in answers.values())
             failed = any(a.error for a in answers.values())
             timeout = deadline - loop.time()
@@ -176,6 +179,7 @@ class SharePartitionManager:
         wanted: Sequence[tuple[ShareKey, str]],
         max_records: int,
         max_bytes: int,
+        record_limit: bool,
     ) -> tuple[dict[ShareKey, Fetched], list[Partition]]:
         answers: dict[ShareKey, Fetched] = {}
         partitions: list[Partition] = []
@@ -191,14 +195,22 @@ class SharePartitionManager:
             if records_left <= 0 or bytes_left <= 0:
                 answers[key] = Fetched(ErrorCode.NONE)
                 continue
-            fetched = self._acquire(held, partition, member_id, records_left, bytes_left)
+            fetched = self._acquire(
+                held, partition, member_id, records_left, bytes_left, record_limit
+            )
             answers[key] = fetched
             records_left -= sum(a.last_offset - a.first_offset + 1 for a in fetched.acquired)
             bytes_left -= len(fetched.records)
         return answers, partitions
 
     def _acquire(
-        self, held: Held, partition: Partition, member_id: str, max_records: int, max_bytes: int
+        self,
+        held: Held,
+        partition: Partition,
+        member_id: str,
+        max_records: int,
+        max_bytes: int,
+        record_limit: bool,
     ) -> Fetched:
         state = held.state
         log_start = partition.log.log_start_offset
@@ -224,7 +236,9 @@ class SharePartitionManager:
                 LogBatch(h.base_offset, h.last_offset, pos, h.size, skipped(h, aborted))
                 for pos, h in iter_batches(buf)
             ]
-            lock, acquired, carried = state.acquire(member_id, batches, max_records)
+            lock, acquired, carried = state.acquire(
+                member_id, batches, max_records, record_limit=record_limit
+            )
             if acquired:
                 self._arm(held, lock, settings.record_lock_duration_ms)
                 view = memoryview(buf)
@@ -335,7 +349,7 @@ class SharePartitionManager:
         epoch = partition.leader_epoch
         error, persisted = await self.persister.read(key, epoch)
         if error and error != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-            log.warning("cannot read the share state of %s: %s", key, error.name)
+            log.warning("cannot read the share state of %s: %s", key.coordinator_key(), error.name)
             raise KafkaError(error)
         settings = self.settings_of(key.group_id)
         state_epoch = persisted.state_epoch if persisted else 0
@@ -361,7 +375,7 @@ class SharePartitionManager:
         self.held[key] = held
         log.info(
             "loaded share partition %s at start offset %d, %d in flight",
-            key,
+            key.coordinator_key(),
             state.start_offset,
             state.end_offset - state.start_offset,
         )
@@ -387,11 +401,13 @@ class SharePartitionManager:
             )
             error = await self.persister.write(held.key, state)
         if error in FENCED and self.held.get(held.key) is held:
-            log.info("share partition %s fenced (%s): dropped", held.key, error.name)
+            log.info("share partition %s fenced (%s)", held.key.coordinator_key(), error.name)
             held.cancel_timers()
             del self.held[held.key]
         elif error:
-            log.warning("writing the share state of %s failed: %s", held.key, error.name)
+            log.warning(
+                "writing the share state of %s failed: %s", held.key.coordinator_key(), error.name
+            )
         return error
 
     def _background(self, work) -> None:

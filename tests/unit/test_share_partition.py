@@ -189,3 +189,25 @@ def test_share_sessions_follow_kafkas_epochs() -> None:
         sessions.advance(key, 2)
     assert refused.value.code == ErrorCode.SHARE_SESSION_NOT_FOUND
     assert next_epoch(2**31 - 1) == 1
+
+
+def test_record_limit_mode_acquires_part_of_a_batch() -> None:
+    sp = partition()
+    _, acquired, carried = sp.acquire("a", log_batches((0, 9)), 4, record_limit=True)
+    assert acquired == [Acquired(0, 3, 1)]
+    assert len(carried) == 1
+    _, acquired, _ = sp.acquire("b", log_batches((0, 9)), 4, record_limit=True)
+    assert acquired == [Acquired(4, 7, 1)]
+    sp.release_member("a")
+    _, acquired, _ = sp.acquire("c", log_batches((0, 9)), 3, record_limit=True)
+    assert acquired == [Acquired(0, 2, 2)]
+
+
+def test_control_batches_are_archived_not_delivered() -> None:
+    sp = partition()
+    batches = [LogBatch(0, 4, 0, 0), LogBatch(5, 5, 0, 0, skipped=True), LogBatch(6, 9, 0, 0)]
+    _, acquired, carried = sp.acquire("a", batches, 100)
+    assert acquired == [Acquired(0, 4, 1), Acquired(6, 9, 1)]
+    assert [b.base_offset for b in carried] == [0, 6]
+    sp.acknowledge("a", 0, 4, [ACCEPT])
+    assert sp.start_offset == 6
