@@ -175,13 +175,14 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     ]
     try:
         if epoch == INITIAL_EPOCH:
-            session, replaced = shares.sessions.open(key, named)
+            session, replaced = shares.sessions.open(key, named, ctx.connection_id)
             if replaced is not None:
                 release_session(ctx, group_id, member_id, replaced)
         elif epoch == FINAL_EPOCH:
             session = shares.sessions.close(key)
         else:
             session = shares.sessions.advance(key, epoch, named, forgotten)
+            session.connection_id = ctx.connection_id
     except SessionError as exc:
         return fetch_error(exc.code, exc.message)
     fetching = list(session.partitions) if epoch != FINAL_EPOCH else []
@@ -258,11 +259,11 @@ async def handle_share_acknowledge(
     try:
         if epoch == INITIAL_EPOCH:  # acknowledging needs a session already open
             return refuse(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
-        session = (
-            shares.sessions.close(key)
-            if epoch == FINAL_EPOCH
-            else shares.sessions.advance(key, epoch)
-        )
+        if epoch == FINAL_EPOCH:
+            session = shares.sessions.close(key)
+        else:
+            session = shares.sessions.advance(key, epoch)
+            session.connection_id = ctx.connection_id
     except SessionError as exc:
         return refuse(exc.code, exc.message)
     refused = refusals(ctx, acks)

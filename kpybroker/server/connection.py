@@ -79,6 +79,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.decoder = FrameDecoder(max_request_size)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
+        #: Kafka's connection id (local and remote address): what a share session is tied to.
+        self.connection_id = "?"
         self.pending: deque[bytearray] = deque()
         self.wakeup = asyncio.Event()
         self.can_write = asyncio.Event()
@@ -95,6 +97,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        local = transport.get_extra_info("sockname")
+        self.connection_id = f"{local[0]}:{local[1]}-{self.peer}" if local else self.peer
         sock = transport.get_extra_info("socket")
         self.open_connections.add(self)
         if self.security.tls is None:
@@ -149,6 +153,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.open_connections.discard(self)
+        # A share consumer gone with its connection holds no records any more (Kafka 4.1+).
+        self.services.share_partitions.connection_closed(self.connection_id)
         if self.gate is not None:
             self.gate.left(self)
         self.can_write.set()
@@ -184,7 +190,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if self.authenticator is not None and not await self.authenticated(frame):
                     continue
                 answered = await answer(
-                    frame, self.services, self.client_host, self.listener, self.principal
+                    frame,
+                    self.services,
+                    self.client_host,
+                    self.listener,
+                    self.principal,
+                    self.connection_id,
                 )
                 if answered is not None and not self.closed:
                     parts, response = answered

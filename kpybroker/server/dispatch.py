@@ -82,6 +82,7 @@ async def answer(
     client_host: str,
     listener: str,
     principal: KafkaPrincipal = ANONYMOUS,
+    connection_id: str = "",
 ) -> tuple[list[Any], Any] | None:
     """Handle one request frame: the framed response parts and the response object (None
     when the answer was made before any handler ran); None when there is no answer."""
@@ -108,6 +109,7 @@ async def answer(
         principal=principal,
         api_name=spec.name,
         request_size=len(frame),
+        connection_id=connection_id,
     )
     response = await handle(spec.handler, ctx, request, api_key)
     if response is None:

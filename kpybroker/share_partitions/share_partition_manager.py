@@ -314,6 +314,13 @@ class SharePartitionManager:
                 self._background(self._persist(held, changed))
         self._wake()
 
+    def connection_closed(self, connection_id: str) -> None:
+        """Release what the members whose share sessions were on this connection hold."""
+        for session in self.sessions.drop_connection(connection_id):
+            group_id, member_id = session.key
+            keys = [ShareKey(group_id, tp.topic_id, tp.partition) for tp in session.partitions]
+            self.release(member_id, keys)
+
     # -- locks ---------------------------------------------------------------------------------
 
     def _arm(self, held: Held, lock: int, duration_ms: int) -> None:

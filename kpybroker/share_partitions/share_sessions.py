@@ -4,7 +4,8 @@ A share consumer opens a session with its first ShareFetch to a broker
 (epoch 0, naming the partitions it wants), then sends only changes: each
 request names partitions to add and ``forgotten_topics_data`` to drop, with
 the next epoch (1, 2, … wrapping to 1 after the largest int32). Epoch -1
-closes the session; what the member still holds is then released. Kafka's
+closes the session; what the member still holds is then released, as it is
+when the connection of the member's latest request closes (Kafka 4.1+). Kafka's
 ``ShareSessionCache``; one session per (group, member), at most
 ``group.share.max.share.sessions`` on a broker.
 """
@@ -43,6 +44,8 @@ class ShareSession:
     epoch: int = 1
     #: In the order they were added (a dict keeps it).
     partitions: dict[SessionPartition, None] = field(default_factory=dict)
+    #: The connection of the member's latest request: the session ends with it.
+    connection_id: str = ""
 
 
 class SessionError(Exception):
@@ -58,7 +61,7 @@ class ShareSessions:
         self.sessions: dict[SessionKey, ShareSession] = {}
 
     def open(
-        self, key: SessionKey, partitions: Iterable[SessionPartition]
+        self, key: SessionKey, partitions: Iterable[SessionPartition], connection_id: str = ""
     ) -> tuple[ShareSession, ShareSession | None]:
         """A new session (epoch 0): the session, and the one it replaces (to release)."""
         replaced = self.sessions.pop(key, None)
@@ -66,7 +69,9 @@ class ShareSessions:
             if replaced is not None:
                 self.sessions[key] = replaced
             raise SessionError(ErrorCode.SHARE_SESSION_LIMIT_REACHED)
-        session = ShareSession(key, partitions=dict.fromkeys(partitions))
+        session = ShareSession(
+            key, partitions=dict.fromkeys(partitions), connection_id=connection_id
+        )
         self.sessions[key] = session
         return session, replaced
 
@@ -101,5 +106,9 @@ class ShareSessions:
             raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND)
         return session
 
-    def drop_member(self, key: SessionKey) -> ShareSession | None:
-        return self.sessions.pop(key, None)
+    def drop_connection(self, connection_id: str) -> list[ShareSession]:
+        """The sessions whose member's connection closed, ended."""
+        gone = [s for s in self.sessions.values() if s.connection_id == connection_id]
+        for session in gone:
+            del self.sessions[session.key]
+        return gone

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from kpybroker.quotas.quota_managers import QuotaManagers
     from kpybroker.security.acls.acl_store import AclDeleteResult, AclError
     from kpybroker.security.acls.model import AclBinding, AclBindingFilter
-    from kpybroker.share_coordinator.persister import ShareKey
+    from kpybroker.share_coordinator.persister import PartitionState, ShareKey
+    from kpybroker.share_coordinator.share_state import StateAnswer
     from kpybroker.share_partitions.share_partition_manager import Ack, Fetched
     from kpybroker.share_partitions.share_sessions import ShareSessions
     from kpybroker.topic_admin import Topic
@@ -129,8 +130,8 @@ class TopicAdmin(Protocol):
 
 
 class Groups(Protocol):
-    """The group coordinator (``kpybroker.coordinator.service``): classic and consumer
-    (KIP-848) groups, committed offsets."""
+    """The group coordinator (``kpybroker.coordinator.service``): classic, consumer
+    (KIP-848) and share (KIP-932) groups, committed offsets."""
 
     async def ensure_offsets_topic(self) -> None: ...
 
@@ -162,6 +163,16 @@ class Groups(Protocol):
 
     def describe_consumer_groups(self, group_ids: Iterable[str]) -> list[Any]: ...
 
+    async def share_group_heartbeat(self, caller: Caller, request: Any) -> Any: ...
+
+    def describe_share_groups(self, group_ids: Iterable[str]) -> list[Any]: ...
+
+    async def describe_share_group_offsets(self, request: Any) -> Any: ...
+
+    async def alter_share_group_offsets(self, group_id: str, topics: list[Any]) -> Any: ...
+
+    async def delete_share_group_offsets(self, group_id: str, topic_names: list[str]) -> Any: ...
+
     async def delete_groups(self, group_ids: list[str]) -> list[Any]: ...
 
     def fetch_stable_offsets(self, request: Any) -> Any: ...
@@ -190,6 +201,7 @@ class SharePartitions(Protocol):
         max_bytes: int,
         min_bytes: int,
         max_wait_ms: int,
+        record_limit: bool = False,
     ) -> Mapping[ShareKey, Fetched]: ...
 
     async def acknowledge(
@@ -197,6 +209,27 @@ class SharePartitions(Protocol):
     ) -> ErrorCode: ...
 
     def release(self, member_id: str, keys: Sequence[ShareKey]) -> None: ...
+
+    def connection_closed(self, connection_id: str) -> None: ...
+
+
+class ShareState(Protocol):
+    """The share coordinator (``kpybroker.share_coordinator.service``): the state of the
+    share partitions whose ``__share_group_state`` partition this broker leads, by key."""
+
+    async def find_coordinator(self, coordinator_key: str) -> tuple[ErrorCode, int]: ...
+
+    async def initialize(
+        self, key: ShareKey, state_epoch: int, start_offset: int
+    ) -> StateAnswer: ...
+
+    async def read(self, key: ShareKey, leader_epoch: int) -> StateAnswer: ...
+
+    async def write(self, key: ShareKey, state: PartitionState) -> StateAnswer: ...
+
+    async def read_summary(self, key: ShareKey, leader_epoch: int) -> StateAnswer: ...
+
+    async def delete(self, key: ShareKey) -> StateAnswer: ...
 
 
 class ClusterView(Protocol):
@@ -395,6 +428,7 @@ class Services:
     entity_configs: EntityConfigStore
     quotas: QuotaManagers
     share_partitions: SharePartitions
+    share_state: ShareState
     #: None: no ``authorizer.class.name``, every request is allowed.
     authorizer: Authorizer | None = None
     #: None exactly when ``authorizer`` is: the ACL APIs answer SECURITY_DISABLED.
@@ -417,6 +451,8 @@ class RequestContext:
     api_name: str = ""
     #: The request's size in bytes (header and body), which byte-rate quotas count.
     request_size: int = 0
+    #: The connection it came on (local and remote address), as Kafka names connections.
+    connection_id: str = ""
 
     # -- authorization (Kafka's AuthHelper) ------------------------------------------
 
