@@ -56,6 +56,9 @@ from kpybroker.security.scram_users import credential_lookup
 from kpybroker.server.connection import ListenerSettings
 from kpybroker.server.connection_gate import ConnectionGate
 from kpybroker.server.listener import bound_port, start_listener
+from kpybroker.share_coordinator.service import ShareCoordinator
+from kpybroker.share_coordinator.share_coordinator_settings import ShareCoordinatorSettings
+from kpybroker.share_coordinator.state_persister import DefaultStatePersister
 from kpybroker.topic_admin import TopicManager
 from kpybroker.transaction_coordinator.marker_writer import TxnMarkerWriter
 from kpybroker.transaction_coordinator.partition_verifier import (
@@ -105,6 +108,9 @@ class Broker:
         self.coordinator: GroupCoordinator | None = None
         self.transactions: TransactionCoordinator | None = None
         self.txn_verifier: PartitionVerifier | None = None
+        self.share_coordinator: ShareCoordinator | None = None
+        #: How share partitions' state is read and written (KIP-932), wherever its coordinator is.
+        self.share_persister: DefaultStatePersister | None = None
         self.view: ClusterView | None = None
         self.entity_configs: EntityConfigs | None = None
         quota_settings = QuotaSettings.from_config(config)
@@ -166,6 +172,16 @@ class Broker:
             self.replicas.inter_broker_address,
             VerifierSettings.from_config(config),
         )
+        share_settings = ShareCoordinatorSettings.from_config(config)
+        self.share_coordinator = ShareCoordinator(
+            share_settings, self.cluster, self.replicas, self.topics
+        )
+        self.share_persister = DefaultStatePersister(
+            self.broker_id,
+            self.share_coordinator,
+            self.replicas.inter_broker_address,
+            share_settings,
+        )
         self.services = Services(
             replicas=self.replicas,
             topics=self.topics,
@@ -177,6 +193,7 @@ class Broker:
             transactions=self.transactions,
             txn_markers=markers,
             txn_verifier=self.txn_verifier,
+            share_state=self.share_coordinator,
             config=current_config,
             metadata_answers=TopicAnswers(),
             entity_configs=self.entity_configs,
@@ -225,6 +242,7 @@ class Broker:
         await self.controller.start()
         await self.coordinator.start()
         await self.transactions.start()
+        await self.share_coordinator.start()
         for server in self.servers:
             await server.start_serving()
         self.start_task(self.housekeeping(), "housekeeping")
@@ -254,6 +272,10 @@ class Broker:
             self.txn_verifier.close()
         if self.transactions is not None:
             await self.transactions.stop()
+        if self.share_persister is not None:
+            self.share_persister.close()
+        if self.share_coordinator is not None:
+            await self.share_coordinator.stop()
         await self.replicas.stop()
         if self.coordinator is not None:
             await self.coordinator.stop()

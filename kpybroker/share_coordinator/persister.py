@@ -13,6 +13,8 @@ group) reach that coordinator, on this broker or another.
 from __future__ import annotations
 
 import base64
+import binascii
+import re
 from enum import IntEnum
 from typing import NamedTuple, Protocol
 
@@ -67,6 +69,43 @@ class ShareKey(NamedTuple):
 def uuid_string(topic_id: bytes) -> str:
     """A topic ID as Kafka prints it (URL-safe base64 without padding)."""
     return base64.urlsafe_b64encode(topic_id).decode().rstrip("=")
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+#: What Java's ``String.trim`` removes: every character up to the space.
+_JAVA_BLANKS = "".join(map(chr, range(33)))
+
+
+def parse_share_key(text: str) -> ShareKey:
+    """A "group:topicId:partition" coordinator key, checked as Kafka's
+    ``SharePartitionKey.validate`` checks it (the group id trimmed); ValueError if invalid."""
+    tokens = text.split(":")
+    while tokens and not tokens[-1]:
+        tokens.pop()  # Java's String.split drops trailing empty strings
+    if len(tokens) != 3:
+        raise ValueError(
+            f"Invalid key format: expected - groupId:topicId:partition, found - {text}"
+        )
+    group_id = tokens[0].strip(_JAVA_BLANKS)
+    if not group_id:
+        raise ValueError("GroupId must be alphanumeric string")
+    topic_id = parse_uuid(tokens[1])
+    if not _JAVA_INT.fullmatch(tokens[2]) or not -(2**31) <= int(tokens[2]) < 2**31:
+        raise ValueError(f"Invalid partition: {tokens[2]}")
+    return ShareKey(group_id, topic_id, int(tokens[2]))
+
+
+def parse_uuid(text: str) -> bytes:
+    """Kafka's ``Uuid.fromString``: URL-safe base64 (padding optional) of 16 bytes."""
+    if len(text) > 24:
+        raise ValueError(f"Invalid topic ID: {text}")
+    try:
+        decoded = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"Invalid topic ID: {text}") from None
+    if len(decoded) != 16:
+        raise ValueError(f"Invalid topic ID: {text}")
+    return decoded
 
 
 class SharePersister(Protocol):

@@ -30,7 +30,7 @@ from kpybroker.quotas.settings import QuotaSettings
 from kpybroker.security.acls.authorizer import AclAuthorizer
 from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
 from kpybroker.share_partitions.share_partition_manager import SharePartitionManager
-from kpybroker.share_partitions.share_settings import share_settings
+from kpybroker.share_partitions.share_settings import share_group_settings
 from kpybroker.topic_admin import Topic
 from tests.helpers.memory_persister import MemoryPersister
 
@@ -212,6 +212,20 @@ class FakeTransactions(FakeGroups):
     """A transaction coordinator that records every call and answers with ``answers[method]``."""
 
 
+class FakeShareState(FakeGroups):
+    """A share coordinator that records every call and answers with ``answers[method]``
+    (every method a coroutine, as the coordinator's are)."""
+
+    def __getattr__(self, method: str) -> Any:
+        called = super().__getattr__(method)
+
+        async def answered(*args: Any) -> Any:
+            answer = called(*args)
+            return await answer if asyncio.iscoroutine(answer) else answer
+
+        return answered
+
+
 class FakeVerifier:
     """KIP-890 verification answering ``error`` for every partition; records each question
     as (transactional id, partitions, add)."""
@@ -345,6 +359,7 @@ def services(
     acls: Any = None,
     entity_configs: FakeEntityConfigs | None = None,
     share_partitions: Any = None,
+    share_state: Any = None,
 ) -> Services:
     """Services of fakes, with a broker config of ``config`` over the defaults.
 
@@ -356,7 +371,7 @@ def services(
         share_partitions = SharePartitionManager(
             replicas,  # type: ignore[arg-type]
             MemoryPersister(),
-            lambda group_id: share_settings(settings, {}),
+            lambda group_id: share_group_settings(settings, {}),
             max_sessions=2000,
         )
     return Services(
@@ -375,6 +390,7 @@ def services(
         entity_configs=entity_configs or FakeEntityConfigs(),
         quotas=QuotaManagers.from_settings(QuotaSettings.from_config(settings)),
         share_partitions=share_partitions,
+        share_state=share_state or FakeShareState(),
         authorizer=authorizer,
         acls=acls,
     )
