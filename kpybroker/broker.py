@@ -153,8 +153,22 @@ class Broker:
         self.controller = Controller(self.broker_id, self.cluster, settings, self.unclean_allowed)
         current_config = self.current_config
         self.topics = TopicManager(self.cluster, self.replicas, current_config)
+        share_settings = ShareCoordinatorSettings.from_config(config)
+        self.share_coordinator = ShareCoordinator(
+            share_settings, self.cluster, self.replicas, self.topics
+        )
+        self.share_persister = DefaultStatePersister(
+            self.broker_id,
+            self.share_coordinator,
+            self.replicas.inter_broker_address,
+            share_settings,
+        )
         self.coordinator = GroupCoordinator(
-            CoordinatorSettings.from_config(config), self.cluster, self.replicas, self.topics
+            CoordinatorSettings.from_config(config),
+            self.cluster,
+            self.replicas,
+            self.topics,
+            persister=self.share_persister,
         )
         markers = TxnMarkerWriter(self.replicas, self.coordinator)
         self.transactions = TransactionCoordinator(
@@ -171,16 +185,6 @@ class Broker:
             self.transactions,
             self.replicas.inter_broker_address,
             VerifierSettings.from_config(config),
-        )
-        share_settings = ShareCoordinatorSettings.from_config(config)
-        self.share_coordinator = ShareCoordinator(
-            share_settings, self.cluster, self.replicas, self.topics
-        )
-        self.share_persister = DefaultStatePersister(
-            self.broker_id,
-            self.share_coordinator,
-            self.replicas.inter_broker_address,
-            share_settings,
         )
         self.services = Services(
             replicas=self.replicas,

@@ -13,7 +13,12 @@ broker's ``transaction.version`` setting: clients such as Kafka's own use
 version 2 only when it is finalized; and ``group.version`` (levels 0-1; 1 is
 KIP-848's consumer group protocol), finalized at 1 while ``consumer`` is
 among ``group.coordinator.rebalance.protocols``, when ConsumerGroupHeartbeat
-and ConsumerGroupDescribe are advertised too. A level of 0 is not listed as
+and ConsumerGroupDescribe are advertised too; and ``share.version`` (levels
+0-1; 1 is KIP-932's share groups), finalized at the broker's ``share.version``
+setting (1, as a new Kafka 4.2+ cluster has it): the share group APIs
+(ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the
+share group offset APIs) are advertised while share groups are on
+(``share_group.share_groups_enabled``). A level of 0 is not listed as
 finalized, as in Kafka.
 """
 
@@ -22,6 +27,12 @@ from __future__ import annotations
 import re
 
 from kpybroker.apis.consumer_group import consumer_protocol_enabled
+from kpybroker.apis.share_group import (
+    SHARE_VERSION,
+    SHARE_VERSION_LEVELS,
+    share_groups_enabled,
+    share_version,
+)
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import REGISTRY, api
 from kpybroker.protocol.errors import ErrorCode
@@ -50,6 +61,9 @@ GROUP_VERSION = "group.version"
 GROUP_VERSION_LEVELS = (0, 1)
 #: The APIs of ``group.version`` 1, advertised only while it is finalized.
 CONSUMER_PROTOCOL_APIS = frozenset({68, 69})
+#: The APIs of share groups: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
+#: ShareAcknowledge, Describe/Alter/DeleteShareGroupOffsets.
+SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 90, 91, 92})
 
 
 def advertised_versions(excluded: frozenset[int] = frozenset()) -> list[ApiVersion]:
@@ -72,16 +86,20 @@ async def handle_api_versions(
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
     consumer_protocol = consumer_protocol_enabled(ctx)
     excluded = frozenset() if consumer_protocol else CONSUMER_PROTOCOL_APIS
+    if not share_groups_enabled(ctx):
+        excluded |= SHARE_GROUP_APIS
     response = ApiVersionsResponse(
         error_code=ErrorCode.NONE, api_keys=advertised_versions(excluded)
     )
     if ctx.api_version >= FEATURES_FROM:
         finalized = {
             GROUP_VERSION: 1 if consumer_protocol else 0,
+            SHARE_VERSION: share_version(ctx),
             TRANSACTION_VERSION: ctx.services.config().get(TRANSACTION_VERSION),
         }
         for name, (low, high) in (
             (GROUP_VERSION, GROUP_VERSION_LEVELS),
+            (SHARE_VERSION, SHARE_VERSION_LEVELS),
             (TRANSACTION_VERSION, TRANSACTION_VERSION_LEVELS),
         ):
             if low > 0 or ctx.api_version >= MIN_LEVEL_0_FROM:

@@ -2,19 +2,21 @@
 
 DescribeGroups versions: 1 throttle time; 2 the same; 3 may ask for the
 authorized operations; 4 returns group.instance.id; 5 is flexible. A group
-this coordinator does not know, or a consumer (KIP-848) group, is described as
-Dead, with no error before v6 and with GROUP_ID_NOT_FOUND and its message from v6
-(KIP-1043), as Kafka does; ConsumerGroupDescribe describes consumer groups.
+this coordinator does not know, or a consumer (KIP-848) or share (KIP-932)
+group, is described as Dead, with no error before v6 and with GROUP_ID_NOT_FOUND
+and its message from v6 (KIP-1043), as Kafka does; ConsumerGroupDescribe and
+ShareGroupDescribe describe those.
 Member metadata is returned only for a Stable group, assignments always,
 both as the members sent them: kafka-consumer-groups decodes them itself.
 
 ListGroups versions: 1 throttle time; 2 the same; 3 is flexible; 4 filters by
 state (case-insensitive) and returns each group's state; 5 filters by type
-(classic, consumer; case-insensitive) and returns each group's type.
+(classic, consumer, share; case-insensitive) and returns each group's type.
 
 DeleteGroups versions: 1 the same; 2 is flexible; 3 adds each group's error
 message. Only an Empty group can be deleted (NON_EMPTY_GROUP otherwise); its
-offsets go with it, as tombstones in ``__consumer_offsets``.
+offsets go with it, as tombstones in ``__consumer_offsets``, and a share
+group's share state is deleted from the share coordinator first.
 
 Authorization, as Kafka's request handler: DescribeGroups needs DESCRIBE on
 each group, and answers the refused ones GROUP_AUTHORIZATION_FAILED ahead of

@@ -646,14 +646,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("offset.metadata.max.bytes", INT, 4096, HIGH, enforced=True,
               doc="Largest metadata string stored with a committed offset."),
 
-    # --- Share groups (accepted and ignored: not supported by kpybroker) --------------------------
-    ConfigKey("group.share.enable", BOOLEAN, False, MEDIUM, internal=True,
-              doc="Enable share groups (KIP-932, preview)."),
+    # --- Share groups (KIP-932) -------------------------------------------------------------------
+    ConfigKey("group.share.enable", BOOLEAN, False, MEDIUM, internal=True, enforced=True,
+              doc="Enable share groups (KIP-932) whatever the share.version feature's level."),
     ConfigKey("group.share.max.groups", SHORT, 10, MEDIUM, valid=Range(1, 100),
               doc="Most share groups."),
-    ConfigKey("group.share.max.size", INT, 200, MEDIUM, valid=Range(1, 1000),
+    ConfigKey("group.share.max.size", INT, 200, MEDIUM, valid=Range(1, 1000), enforced=True,
               doc="Most members of one share group."),
     ConfigKey("group.share.session.timeout.ms", INT, 45_000, MEDIUM, valid=Range(1),
+              enforced=True,
               doc="Session timeout of share group members."),
     ConfigKey("group.share.min.session.timeout.ms", INT, 45_000, MEDIUM, valid=Range(1),
               enforced=True,
@@ -664,6 +665,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Longest session timeout of share group members (the most "
                   "share.session.timeout.ms a group may set)."),
     ConfigKey("group.share.heartbeat.interval.ms", INT, 5000, MEDIUM, valid=Range(1),
+              enforced=True,
               doc="Heartbeat interval of share group members."),
     ConfigKey("group.share.min.heartbeat.interval.ms", INT, 5000, MEDIUM, valid=Range(1),
               enforced=True,
@@ -873,6 +875,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "KIP-890's transactions (an epoch bump per transaction, partitions added "
                   "by their first write); 0 or 1 keeps them on AddPartitionsToTxn. Every "
                   "broker of a cluster should have the same."),
+    ConfigKey("share.version", SHORT, 1, HIGH, valid=Range(0, 1), internal=True,
+              enforced=True, kafka_default="none: a feature level, not a config",
+              doc="kpybroker's: the level of the share.version feature it finalizes in "
+                  "ApiVersions (Kafka sets it with kafka-storage.sh format --feature or "
+                  "kafka-features.sh; new Kafka 4.2+ clusters get 1). 1 enables share groups "
+                  "(KIP-932): their APIs are advertised and served; 0 leaves them off unless "
+                  "group.share.enable is set. Every broker of a cluster should have the same."),
     ConfigKey("producer.id.expiration.ms", INT, 86_400_000, LOW, valid=Range(1), mode=CLUSTER_WIDE,
               enforced=True,
               doc="Producer state of an idempotent producer is dropped after this long without "

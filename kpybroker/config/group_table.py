@@ -8,10 +8,11 @@ The set, types, defaults, valid values and internal flags are Kafka 4.4's (``Gro
 override it (Kafka's ``GroupConfig.ALL_GROUP_CONFIG_SYNONYMS``); a config with none takes
 the default given here. Group configs can always be altered (``mode=PER_GROUP``).
 
-kpybroker acts on the consumer protocol's session timeout and heartbeat interval
-(``enforced``); the others are validated, stored and described as Kafka does, for the share
-and streams groups kpybroker does not have. The checks Kafka makes against the broker's
-bounds (``group.consumer.min.session.timeout.ms`` and the like) are in ``config/group.py``.
+kpybroker acts on the consumer and share protocols' session timeouts and heartbeat intervals
+(``enforced``, with whatever other share settings the share partitions read); the others are
+validated, stored and described as Kafka does (the streams groups kpybroker does not have).
+The checks Kafka makes against the broker's bounds (``group.consumer.min.session.timeout.ms``
+and the like) are in ``config/group.py``.
 """
 
 from __future__ import annotations
@@ -119,12 +120,12 @@ GROUP_CONFIGS: dict[str, ConfigKey] = index_keys([
               internal=True, synonyms=("group.consumer.assignor.offload.enable",),
               doc="Compute the group's assignments on a background thread."),
 
-    # --- Share groups (KIP-932; kpybroker has none) -----------------------------------------------
+    # --- Share groups (KIP-932) -------------------------------------------------------------------
     ConfigKey("share.session.timeout.ms", INT, 45_000, MEDIUM, valid=Range(1), mode=PER_GROUP,
-              synonyms=("group.share.session.timeout.ms",),
+              enforced=True, synonyms=("group.share.session.timeout.ms",),
               doc="Session timeout of the share group's members."),
     ConfigKey("share.heartbeat.interval.ms", INT, 5000, MEDIUM, valid=Range(1), mode=PER_GROUP,
-              synonyms=("group.share.heartbeat.interval.ms",),
+              enforced=True, synonyms=("group.share.heartbeat.interval.ms",),
               doc="Heartbeat interval of the share group's members."),
     ConfigKey("share.record.lock.duration.ms", INT, 30_000, MEDIUM, valid=Range(1000),
               mode=PER_GROUP, synonyms=("group.share.record.lock.duration.ms",),

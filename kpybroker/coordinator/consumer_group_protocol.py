@@ -72,6 +72,7 @@ from kpybroker.coordinator.interface import (
 )
 from kpybroker.coordinator.offsets_topic_records import ConsumerGroupRecord, CoordinatorRecord
 from kpybroker.coordinator.reconciliation import Owned, reconcile
+from kpybroker.coordinator.request_checks import invalid_request, not_empty, within
 from kpybroker.coordinator.topic_regex import compile_topic_regex
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.consumer_group_describe import (
@@ -111,12 +112,6 @@ class Downgrade(Protocol):
     ) -> list[CoordinatorRecord] | None: ...
 
 
-def _within(value: int | None, default: int, low: int, high: int) -> int:
-    """A group's setting held within the broker's current bounds (they may have changed since
-    it was set), or the broker's own setting when the group has none."""
-    return default if value is None else min(max(value, low), high)
-
-
 def heartbeat_error(code: ErrorCode, message: str | None = None) -> ConsumerGroupHeartbeatResponse:
     return ConsumerGroupHeartbeatResponse(error_code=code, error_message=message)
 
@@ -147,7 +142,7 @@ class ConsumerGroups:
     def session_timeout_ms(self, group_id: str) -> int:
         """The group's consumer.session.timeout.ms, else the broker's."""
         settings = self.settings
-        return _within(
+        return within(
             self.group_configs(group_id).consumer_session_timeout_ms,
             settings.consumer_session_timeout_ms,
             settings.consumer_min_session_timeout_ms,
@@ -157,7 +152,7 @@ class ConsumerGroups:
     def heartbeat_interval_ms(self, group_id: str) -> int:
         """The group's consumer.heartbeat.interval.ms, else the broker's."""
         settings = self.settings
-        return _within(
+        return within(
             self.group_configs(group_id).consumer_heartbeat_interval_ms,
             settings.consumer_heartbeat_interval_ms,
             settings.consumer_min_heartbeat_interval_ms,
@@ -202,27 +197,27 @@ class ConsumerGroups:
 
     def validate(self, caller: Caller, request: ConsumerGroupHeartbeatRequest) -> None:
         """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
-        _not_empty(request.group_id, "GroupId can't be empty.")
-        _not_empty(request.instance_id, "InstanceId can't be empty.")
-        _not_empty(request.rack_id, "RackId can't be empty.")
+        not_empty(request.group_id, "GroupId can't be empty.")
+        not_empty(request.instance_id, "InstanceId can't be empty.")
+        not_empty(request.rack_id, "RackId can't be empty.")
         epoch = request.member_epoch
         if caller.api_version >= CLIENT_MEMBER_ID_FROM or epoch != JOIN_EPOCH:
-            _not_empty(request.member_id, "MemberId can't be empty.", null_too=True)
+            not_empty(request.member_id, "MemberId can't be empty.", null_too=True)
         if epoch == JOIN_EPOCH:
             if request.rebalance_timeout_ms == -1:
-                raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+                raise invalid_request("RebalanceTimeoutMs must be provided in first request.")
             if request.topic_partitions is None or request.topic_partitions:
-                raise _invalid("TopicPartitions must be empty when (re-)joining.")
+                raise invalid_request("TopicPartitions must be empty when (re-)joining.")
             if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
-                raise _invalid(
+                raise invalid_request(
                     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
                     "(re-)joining."
                 )
         elif epoch == STATIC_LEAVE_EPOCH:
             if request.instance_id is None:
-                raise _invalid("InstanceId can't be null.")
+                raise invalid_request("InstanceId can't be null.")
         elif epoch < LEAVE_EPOCH:
-            raise _invalid("MemberEpoch is invalid.")
+            raise invalid_request("MemberEpoch is invalid.")
         if request.subscribed_topic_regex is not None:
             compile_topic_regex(request.subscribed_topic_regex)
         assignor = request.server_assignor
@@ -802,15 +797,6 @@ def topics_hash(topics: dict[bytes, TopicSpec]) -> int:
             digest.update(",".join(sorted(racks)).encode() + b";")
     (value,) = struct.unpack(">q", digest.digest())
     return value
-
-
-def _not_empty(value: str | None, message: str, *, null_too: bool = False) -> None:
-    if (value is None and null_too) or (value is not None and not value.strip()):
-        raise _invalid(message)
-
-
-def _invalid(message: str) -> KafkaError:
-    return KafkaError(ErrorCode.INVALID_REQUEST, message)
 
 
 def _or(value: str | None, current: str | None) -> str | None:

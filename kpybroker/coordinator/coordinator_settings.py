@@ -11,6 +11,9 @@ from kpybroker.config.setting_fields import broker_setting, settings_from_config
 # Kafka's group.coordinator.classic.new.member.join.timeout (internal, not configurable):
 # a new member whose JoinGroup never completes is dropped after this long.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * MINUTE_MS
+# Kafka's group.share.initialize.retry.interval.ms (internal): a share partition whose
+# state initialization has not finished this long after it was asked for is asked again.
+SHARE_INITIALIZE_RETRY_INTERVAL_MS = 30_000
 
 
 def _minutes_to_ms(minutes: int) -> int:
@@ -50,6 +53,20 @@ class CoordinatorSettings:
     )
     consumer_max_size: int = broker_setting("group.consumer.max.size")
     consumer_migration_policy: str = broker_setting("group.consumer.migration.policy", str.lower)
+    # KIP-932 share groups.
+    share_session_timeout_ms: int = broker_setting("group.share.session.timeout.ms")
+    share_heartbeat_interval_ms: int = broker_setting("group.share.heartbeat.interval.ms")
+    # The bounds of a group's own share.session.timeout.ms and share.heartbeat.interval.ms.
+    share_min_session_timeout_ms: int = broker_setting("group.share.min.session.timeout.ms")
+    share_max_session_timeout_ms: int = broker_setting("group.share.max.session.timeout.ms")
+    share_min_heartbeat_interval_ms: int = broker_setting("group.share.min.heartbeat.interval.ms")
+    share_max_heartbeat_interval_ms: int = broker_setting("group.share.max.heartbeat.interval.ms")
+    share_max_size: int = broker_setting("group.share.max.size")
+
+    @property
+    def share_initialize_retry_interval_ms(self) -> int:
+        """Kafka's: the retry interval, but never below ``offsets.commit.timeout.ms``."""
+        return max(SHARE_INITIALIZE_RETRY_INTERVAL_MS, self.offsets_commit_timeout_ms)
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> CoordinatorSettings:

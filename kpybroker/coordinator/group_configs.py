@@ -3,8 +3,8 @@
 Kafka's group coordinator keeps the group configs of its metadata image in a
 ``GroupConfigManager``; this is the same view over ``ClusterMetadata``, which
 follows ``/config/groups`` on every broker. Only what the coordinator acts on is
-read: a consumer group's session timeout and heartbeat interval. Reads are from
-the cache; nothing here waits.
+read: a consumer or share group's session timeout and heartbeat interval. Reads are
+from the cache; nothing here waits.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 SESSION_TIMEOUT = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
+SHARE_SESSION_TIMEOUT = "share.session.timeout.ms"
+SHARE_HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
 
 
 class ClusterGroupConfigs:
@@ -45,6 +47,8 @@ class ClusterGroupConfigs:
         overrides = GroupOverrides(
             consumer_session_timeout_ms=_int(group_id, stored, SESSION_TIMEOUT),
             consumer_heartbeat_interval_ms=_int(group_id, stored, HEARTBEAT_INTERVAL),
+            share_session_timeout_ms=_int(group_id, stored, SHARE_SESSION_TIMEOUT),
+            share_heartbeat_interval_ms=_int(group_id, stored, SHARE_HEARTBEAT_INTERVAL),
         )
         self._parsed[group_id] = (dict(stored), overrides)
         return overrides

@@ -69,6 +69,8 @@ class GroupOverrides(NamedTuple):
 
     consumer_session_timeout_ms: int | None = None
     consumer_heartbeat_interval_ms: int | None = None
+    share_session_timeout_ms: int | None = None
+    share_heartbeat_interval_ms: int | None = None
 
 
 NO_OVERRIDES = GroupOverrides()

@@ -5,8 +5,9 @@ version (classic encoding; value v4 is flexible). Key versions 0 and 1 are an
 ``OffsetCommitKey``, version 2 a ``GroupMetadataKey``. From 3 on the int16 is a record type
 and the struct is at version 0 (Kafka's ``CoordinatorRecordType``); the
 KIP-848 consumer group types (3, 5, 6, 7, 8) are read and written as
-``ConsumerGroupRecord``; the others (the partition metadata that Kafka 4.1
-retired, regular expressions, share and streams groups) are skipped when read. A null value is
+``ConsumerGroupRecord``, the KIP-932 share group types (10 to 15) as
+``ShareGroupRecord``; the others (the partition metadata that Kafka 4.1
+retired, regular expressions, streams groups) are skipped when read. A null value is
 a tombstone: the offset or the group is deleted.
 
 What is written follows Kafka 3.x/4.x (``GroupCoordinatorRecordHelpers``):
@@ -58,6 +59,38 @@ from kpybroker.protocol.messages.group_metadata_key import GroupMetadataKey
 from kpybroker.protocol.messages.group_metadata_value import GroupMetadataValue
 from kpybroker.protocol.messages.offset_commit_key import OffsetCommitKey
 from kpybroker.protocol.messages.offset_commit_value import OffsetCommitValue
+from kpybroker.protocol.messages.share_group_current_member_assignment_key import (
+    ShareGroupCurrentMemberAssignmentKey,
+)
+from kpybroker.protocol.messages.share_group_current_member_assignment_value import (
+    ShareGroupCurrentMemberAssignmentValue,
+)
+from kpybroker.protocol.messages.share_group_member_metadata_key import (
+    ShareGroupMemberMetadataKey,
+)
+from kpybroker.protocol.messages.share_group_member_metadata_value import (
+    ShareGroupMemberMetadataValue,
+)
+from kpybroker.protocol.messages.share_group_metadata_key import ShareGroupMetadataKey
+from kpybroker.protocol.messages.share_group_metadata_value import ShareGroupMetadataValue
+from kpybroker.protocol.messages.share_group_state_partition_metadata_key import (
+    ShareGroupStatePartitionMetadataKey,
+)
+from kpybroker.protocol.messages.share_group_state_partition_metadata_value import (
+    ShareGroupStatePartitionMetadataValue,
+)
+from kpybroker.protocol.messages.share_group_target_assignment_member_key import (
+    ShareGroupTargetAssignmentMemberKey,
+)
+from kpybroker.protocol.messages.share_group_target_assignment_member_value import (
+    ShareGroupTargetAssignmentMemberValue,
+)
+from kpybroker.protocol.messages.share_group_target_assignment_metadata_key import (
+    ShareGroupTargetAssignmentMetadataKey,
+)
+from kpybroker.protocol.messages.share_group_target_assignment_metadata_value import (
+    ShareGroupTargetAssignmentMetadataValue,
+)
 from kpybroker.protocol.records import NewRecord, build_batch, iter_records
 
 _VERSION = struct.Struct(">h")
@@ -178,7 +211,69 @@ class ConsumerGroupRecord:
     value: ConsumerGroupValue | None
 
 
-CoordinatorRecord = OffsetRecord | GroupRecord | ConsumerGroupRecord
+class ShareGroupRecordType(enum.IntEnum):
+    """Kafka's record types of a share group (KIP-932) in ``__consumer_offsets``."""
+
+    MEMBER_METADATA = 10
+    GROUP_METADATA = 11
+    TARGET_ASSIGNMENT_METADATA = 12
+    TARGET_ASSIGNMENT_MEMBER = 13
+    CURRENT_MEMBER_ASSIGNMENT = 14
+    STATE_PARTITION_METADATA = 15
+
+
+ShareGroupValue = (
+    ShareGroupMemberMetadataValue
+    | ShareGroupMetadataValue
+    | ShareGroupTargetAssignmentMetadataValue
+    | ShareGroupTargetAssignmentMemberValue
+    | ShareGroupCurrentMemberAssignmentValue
+    | ShareGroupStatePartitionMetadataValue
+)
+
+_SHARE_GROUP_CODECS: dict[int, tuple[Any, Any, bool]] = {
+    ShareGroupRecordType.MEMBER_METADATA: (
+        ShareGroupMemberMetadataKey,
+        ShareGroupMemberMetadataValue,
+        True,
+    ),
+    ShareGroupRecordType.GROUP_METADATA: (ShareGroupMetadataKey, ShareGroupMetadataValue, False),
+    ShareGroupRecordType.TARGET_ASSIGNMENT_METADATA: (
+        ShareGroupTargetAssignmentMetadataKey,
+        ShareGroupTargetAssignmentMetadataValue,
+        False,
+    ),
+    ShareGroupRecordType.TARGET_ASSIGNMENT_MEMBER: (
+        ShareGroupTargetAssignmentMemberKey,
+        ShareGroupTargetAssignmentMemberValue,
+        True,
+    ),
+    ShareGroupRecordType.CURRENT_MEMBER_ASSIGNMENT: (
+        ShareGroupCurrentMemberAssignmentKey,
+        ShareGroupCurrentMemberAssignmentValue,
+        True,
+    ),
+    ShareGroupRecordType.STATE_PARTITION_METADATA: (
+        ShareGroupStatePartitionMetadataKey,
+        ShareGroupStatePartitionMetadataValue,
+        False,
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupRecord:
+    """One KIP-932 share group record; ``member_id`` is "" for group-wide types and
+    ``value`` None is a tombstone."""
+
+    record_type: ShareGroupRecordType
+    group: str
+    member_id: str
+    value: ShareGroupValue | None
+
+
+ModernGroupRecord = ConsumerGroupRecord | ShareGroupRecord
+CoordinatorRecord = OffsetRecord | GroupRecord | ConsumerGroupRecord | ShareGroupRecord
 
 
 def _versioned(version: int, message: object) -> bytes:
@@ -188,7 +283,9 @@ def _versioned(version: int, message: object) -> bytes:
 def encode_record(record: CoordinatorRecord) -> NewRecord:
     """The log record (key, value) for ``record``."""
     if isinstance(record, ConsumerGroupRecord):
-        return _encode_consumer_group(record)
+        return _encode_modern(record, _CONSUMER_GROUP_CODECS)
+    if isinstance(record, ShareGroupRecord):
+        return _encode_modern(record, _SHARE_GROUP_CODECS)
     if isinstance(record, OffsetRecord):
         key = _versioned(
             OFFSET_KEY_WRITTEN, OffsetCommitKey(record.group, record.topic, record.partition)
@@ -199,8 +296,10 @@ def encode_record(record: CoordinatorRecord) -> NewRecord:
     return NewRecord(key, value)
 
 
-def _encode_consumer_group(record: ConsumerGroupRecord) -> NewRecord:
-    key_class, _, with_member = _CONSUMER_GROUP_CODECS[record.record_type]
+def _encode_modern(
+    record: ModernGroupRecord, codecs: dict[int, tuple[Any, Any, bool]]
+) -> NewRecord:
+    key_class, _, with_member = codecs[record.record_type]
     fields = (record.group, record.member_id) if with_member else (record.group,)
     key = _VERSION.pack(record.record_type) + key_class(*fields).encode_bytes(MODERN_RECORD_VERSION)
     if record.value is None:
@@ -237,12 +336,17 @@ def decode_record(key: bytes | None, value: bytes | None) -> CoordinatorRecord |
             g.group, None if value is None else _decode_versioned(GroupMetadataValue, value)
         )
     codecs = _CONSUMER_GROUP_CODECS.get(version)
+    record_class: Any = ConsumerGroupRecord
+    record_type: Any = ConsumerGroupRecordType
+    if codecs is None:
+        codecs = _SHARE_GROUP_CODECS.get(version)
+        record_class, record_type = ShareGroupRecord, ShareGroupRecordType
     if codecs is None:
         return None
     key_class, value_class, with_member = codecs
     k, _ = key_class.decode(key, _VERSION.size, MODERN_RECORD_VERSION)
-    return ConsumerGroupRecord(
-        ConsumerGroupRecordType(version),
+    return record_class(
+        record_type(version),
         k.group_id,
         k.member_id if with_member else "",
         None if value is None else _decode_versioned(value_class, value),

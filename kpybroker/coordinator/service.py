@@ -20,15 +20,27 @@ from kpybroker.coordinator.interface import Caller, Effects, Token
 from kpybroker.coordinator.membership import join_error
 from kpybroker.coordinator.runtime import CoordinatorRuntime
 from kpybroker.coordinator.shard import CoordinatorShard
+from kpybroker.coordinator.share_group_service import ShareGroupService
 from kpybroker.coordinator.transactional_offsets import txn_commit_error_response
 from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequestTopic,
+    AlterShareGroupOffsetsResponse,
+)
 from kpybroker.protocol.messages.consumer_group_describe import DescribedConsumerGroup
 from kpybroker.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
 from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
+from kpybroker.protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsResponse,
+)
 from kpybroker.protocol.messages.describe_groups import DescribedGroup
+from kpybroker.protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsResponseGroup,
+)
 from kpybroker.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from kpybroker.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from kpybroker.protocol.messages.leave_group import LeaveGroupResponse, MemberIdentity
@@ -39,6 +51,11 @@ from kpybroker.protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchResponseGroup,
 )
+from kpybroker.protocol.messages.share_group_describe import DescribedShareGroup
+from kpybroker.protocol.messages.share_group_heartbeat import (
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
 from kpybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from kpybroker.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -48,6 +65,7 @@ from kpybroker.protocol.messages.txn_offset_commit import (
 if TYPE_CHECKING:
     from kpybroker.cluster.replica_manager import ReplicaManager
     from kpybroker.metadata.cluster_metadata import ClusterMetadata
+    from kpybroker.share_coordinator.persister import SharePersister
     from kpybroker.topic_admin import TopicManager
 
 R = TypeVar("R")
@@ -55,8 +73,8 @@ Event = Callable[[CoordinatorShard, Token], Effects]
 
 
 class GroupCoordinator:
-    """The classic and consumer (KIP-848) group protocols and committed offsets, for the
-    request handlers."""
+    """The classic, consumer (KIP-848) and share (KIP-932) group protocols and committed
+    offsets, for the request handlers."""
 
     def __init__(
         self,
@@ -64,11 +82,14 @@ class GroupCoordinator:
         cluster: ClusterMetadata,
         replicas: ReplicaManager,
         topics: TopicManager,
+        persister: SharePersister | None = None,
     ) -> None:
         self.settings = settings
         self.cluster = cluster
         self.topics = topics
         self.runtime = CoordinatorRuntime(settings, cluster, replicas, topics)
+        #: KIP-932 share groups, which reach the share coordinator through ``persister``.
+        self.share = ShareGroupService(self.runtime, replicas, persister)
 
     async def start(self) -> None:
         await self.runtime.start()
@@ -165,6 +186,31 @@ class GroupCoordinator:
             CoordinatorShard.describe_consumer_group,
             lambda group_id, code: DescribedConsumerGroup(group_id=group_id, error_code=code),
         )
+
+    # -- KIP-932 share groups (``share_group_service``) --------------------------------
+
+    async def share_group_heartbeat(
+        self, caller: Caller, request: ShareGroupHeartbeatRequest
+    ) -> ShareGroupHeartbeatResponse:
+        return await self.share.heartbeat(caller, request)
+
+    def describe_share_groups(self, group_ids: Iterable[str]) -> list[DescribedShareGroup]:
+        return self.share.describe(group_ids)
+
+    async def describe_share_group_offsets(
+        self, request: DescribeShareGroupOffsetsRequestGroup
+    ) -> DescribeShareGroupOffsetsResponseGroup:
+        return await self.share.describe_offsets(request)
+
+    async def alter_share_group_offsets(
+        self, group_id: str, topics: list[AlterShareGroupOffsetsRequestTopic]
+    ) -> AlterShareGroupOffsetsResponse:
+        return await self.share.alter_offsets(group_id, topics)
+
+    async def delete_share_group_offsets(
+        self, group_id: str, topic_names: list[str]
+    ) -> DeleteShareGroupOffsetsResponse:
+        return await self.share.delete_offsets(group_id, topic_names)
 
     # -- offsets --------------------------------------------------------------------
 
@@ -282,9 +328,13 @@ class GroupCoordinator:
     async def _delete_in(
         self, shard: CoordinatorShard, group_ids: list[str]
     ) -> list[DeletableGroupResult]:
+        """Share groups' state goes first (Kafka's chained deletion); a share group whose
+        state could not be deleted is answered with that error and kept."""
         try:
-            return await self.runtime.call(
-                shard, lambda token: shard.delete_groups(token, group_ids)
-            )
+            failed = await self.share.delete_state_of_groups(shard, group_ids)
+            rest = [g for g in group_ids if g not in failed]
+            deleted = await self.runtime.call(shard, lambda token: shard.delete_groups(token, rest))
         except KafkaError as exc:
             return [DeletableGroupResult(group_id=g, error_code=exc.code) for g in group_ids]
+        refused = [DeletableGroupResult(group_id=g, error_code=e) for g, e in failed.items()]
+        return [*refused, *deleted]

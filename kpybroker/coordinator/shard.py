@@ -1,10 +1,11 @@
 """The coordinator of one ``__consumer_offsets`` partition, as a state machine without I/O.
 
 A shard holds the groups that hash to its partition (``partitioning``) and
-their offsets. It is fed events and answers with ``Effects`` (see
-``interface``); the runner (``runtime``) carries them out. Requests that
-answer at once return their response directly (reads: OffsetFetch,
-DescribeGroups, ListGroups); the others reply through their token.
+their offsets; its share groups' events are in ``share`` (``share_shard``). It is
+fed events and answers with ``Effects`` (see ``interface``); the runner
+(``runtime``) carries them out. Requests that answer at once return their
+response directly (reads: OffsetFetch, DescribeGroups, ListGroups); the others
+reply through their token.
 
 A shard is built by replaying its partition's records (``replay``) and end
 markers (``replay_marker``), then ``loaded()`` starts the sessions of the
@@ -20,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from kpybroker.coordinator.committed_offsets import Expired, OffsetManager
+from kpybroker.coordinator.committed_offsets import Expired, OffsetManager, commit_error_response
 from kpybroker.coordinator.consumer_group import ConsumerGroup
 from kpybroker.coordinator.consumer_group_migration import GroupMigration
 from kpybroker.coordinator.consumer_group_protocol import ConsumerGroups, heartbeat_error
@@ -41,30 +42,38 @@ from kpybroker.coordinator.interface import (
     no_group_configs,
 )
 from kpybroker.coordinator.loader import Logged, LoggedMarker
-from kpybroker.coordinator.membership import Membership
+from kpybroker.coordinator.membership import Membership, join_error
 from kpybroker.coordinator.offsets_topic_records import (
     ConsumerGroupRecord,
     CoordinatorRecord,
     GroupRecord,
     OffsetRecord,
+    ShareGroupRecord,
 )
-from kpybroker.coordinator.transactional_offsets import TransactionalOffsets
+from kpybroker.coordinator.share_group import ShareGroup
+from kpybroker.coordinator.share_group_protocol import SHARE_SESSION_TIMER
+from kpybroker.coordinator.share_group_records import group_tombstones as share_tombstones
+from kpybroker.coordinator.share_shard import ShareEvents
+from kpybroker.coordinator.transactional_offsets import (
+    TransactionalOffsets,
+    txn_commit_error_response,
+)
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.consumer_group_describe import DescribedConsumerGroup
 from kpybroker.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kpybroker.protocol.messages.delete_groups import DeletableGroupResult
 from kpybroker.protocol.messages.describe_groups import DescribedGroup
-from kpybroker.protocol.messages.heartbeat import HeartbeatRequest
+from kpybroker.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from kpybroker.protocol.messages.join_group import JoinGroupRequest
-from kpybroker.protocol.messages.leave_group import MemberIdentity
+from kpybroker.protocol.messages.leave_group import LeaveGroupResponse, MemberIdentity
 from kpybroker.protocol.messages.list_groups import ListedGroup
 from kpybroker.protocol.messages.offset_commit import OffsetCommitRequest
-from kpybroker.protocol.messages.offset_delete import OffsetDeleteRequest
+from kpybroker.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kpybroker.protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchResponseGroup,
 )
-from kpybroker.protocol.messages.sync_group import SyncGroupRequest
+from kpybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from kpybroker.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kpybroker.protocol.records import NO_PRODUCER_ID
 
@@ -97,6 +106,23 @@ class CoordinatorShard:
         )
         self.offsets = OffsetManager(self.membership, self.consumer_groups, settings, clock)
         self.transactions = TransactionalOffsets(self.offsets, settings, clock)
+        self.share = ShareEvents(settings, clock, topics, group_configs, self._other_kind)
+        self.share_groups = self.share.groups
+
+    def _other_kind(self, group_id: str) -> bool:
+        """Whether a classic or consumer group holds ``group_id`` (a share group cannot)."""
+        return (
+            self.membership.group(group_id) is not None
+            or self.consumer_groups.group(group_id) is not None
+        )
+
+    def _not_consumer(self, group_id: str) -> KafkaError | None:
+        """Kafka's answer to a consumer group request for a share group's ID."""
+        if self.share_groups.group(group_id) is None:
+            return None
+        return KafkaError(
+            ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+        )
 
     def __repr__(self) -> str:
         return f"CoordinatorShard({self.partition}, groups={len(self.membership.groups)})"
@@ -105,6 +131,9 @@ class CoordinatorShard:
 
     def join(self, token: Token, caller: Caller, request: JoinGroupRequest) -> Effects:
         out = Effects()
+        if self.share_groups.group(request.group_id) is not None:
+            out.reply(token, join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return out
         consumer_group = self.consumer_groups.group(request.group_id)
         if consumer_group is not None and not consumer_group.is_empty():
             self.migration.join(out, token, caller, request)
@@ -121,6 +150,10 @@ class CoordinatorShard:
         self, token: Token, caller: Caller, request: ConsumerGroupHeartbeatRequest
     ) -> Effects:
         out = Effects()
+        shared = self._not_consumer(request.group_id)
+        if shared is not None:
+            out.reply(token, heartbeat_error(shared.code, shared.message))
+            return out
         before: list[CoordinatorRecord] = []
         classic = self.membership.group(request.group_id)
         if classic is not None and request.member_epoch >= 0:
@@ -145,7 +178,10 @@ class CoordinatorShard:
         return out
 
     def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup:
-        if self.membership.group(group_id) is not None:
+        if (
+            self.membership.group(group_id) is not None
+            or self.share_groups.group(group_id) is not None
+        ):
             return DescribedConsumerGroup(
                 group_id=group_id,
                 error_code=ErrorCode.GROUP_ID_NOT_FOUND,
@@ -155,7 +191,9 @@ class CoordinatorShard:
 
     def sync(self, token: Token, request: SyncGroupRequest) -> Effects:
         out = Effects()
-        if self.consumer_groups.group(request.group_id) is not None:
+        if self.share_groups.group(request.group_id) is not None:
+            out.reply(token, SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
+        elif self.consumer_groups.group(request.group_id) is not None:
             self.migration.sync(out, token, request)
         else:
             self.membership.sync(out, token, request)
@@ -163,7 +201,9 @@ class CoordinatorShard:
 
     def heartbeat(self, token: Token, request: HeartbeatRequest) -> Effects:
         out = Effects()
-        if self.consumer_groups.group(request.group_id) is not None:
+        if self.share_groups.group(request.group_id) is not None:
+            out.reply(token, HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
+        elif self.consumer_groups.group(request.group_id) is not None:
             self.migration.heartbeat(out, token, request)
         else:
             self.membership.heartbeat(out, token, request)
@@ -171,15 +211,20 @@ class CoordinatorShard:
 
     def leave(self, token: Token, group_id: str, members: Iterable[MemberIdentity]) -> Effects:
         out = Effects()
-        if self.consumer_groups.group(group_id) is not None:
+        if self.share_groups.group(group_id) is not None:
+            out.reply(token, LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
+        elif self.consumer_groups.group(group_id) is not None:
             self.migration.leave(out, token, group_id, list(members))
         else:
             self.membership.leave(out, token, group_id, members)
         return out
 
     def describe(self, group_id: str) -> DescribedGroup:
-        """DescribeGroups: a consumer group is Dead to it, its message (v6) says why."""
-        if self.consumer_groups.group(group_id) is not None:
+        """DescribeGroups: a consumer or share group is Dead to it, its message (v6) says why."""
+        if (
+            self.consumer_groups.group(group_id) is not None
+            or self.share_groups.group(group_id) is not None
+        ):
             return DescribedGroup(
                 group_id=group_id,
                 group_state=DEAD.value,
@@ -196,18 +241,26 @@ class CoordinatorShard:
             listed += self.membership.list_groups(states)
         if not kinds or "consumer" in kinds:
             listed += self.consumer_groups.list_groups(states)
+        if not kinds or "share" in kinds:
+            listed += self.share_groups.list_groups(states)
         return listed
 
     # -- offsets ------------------------------------------------------------------
 
     def commit(self, token: Token, caller: Caller, request: OffsetCommitRequest) -> Effects:
         out = Effects()
-        self.offsets.commit(out, token, caller, request)
+        if (shared := self._not_consumer(request.group_id)) is not None:
+            out.reply(token, commit_error_response(request, shared.code))
+        else:
+            self.offsets.commit(out, token, caller, request)
         return out
 
     def commit_transactional(self, token: Token, request: TxnOffsetCommitRequest) -> Effects:
         out = Effects()
-        self.transactions.commit(out, token, request)
+        if (shared := self._not_consumer(request.group_id)) is not None:
+            out.reply(token, txn_commit_error_response(request, shared.code))
+        else:
+            self.transactions.commit(out, token, request)
         return out
 
     def fetch_offsets(
@@ -217,12 +270,16 @@ class CoordinatorShard:
 
     def delete_offsets(self, token: Token, request: OffsetDeleteRequest) -> Effects:
         out = Effects()
-        self.offsets.delete(out, token, request)
+        if (shared := self._not_consumer(request.group_id)) is not None:
+            out.reply(token, OffsetDeleteResponse(error_code=shared.code))
+        else:
+            self.offsets.delete(out, token, request)
         return out
 
     def topic_deleted(self, topic: str) -> Effects:
         out = Effects()
         self.offsets.topic_deleted(out, topic)
+        self.share.admin.topic_deleted(out, topic)
         return out
 
     # -- group deletion and expiry ------------------------------------------------
@@ -236,7 +293,11 @@ class CoordinatorShard:
         for group_id in group_ids:
             result = DeletableGroupResult(group_id=group_id)
             results.append(result)
-            group = self.membership.group(group_id) or self.consumer_groups.group(group_id)
+            group = (
+                self.membership.group(group_id)
+                or self.consumer_groups.group(group_id)
+                or self.share_groups.group(group_id)
+            )
             try:
                 if group is None:
                     raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
@@ -248,6 +309,8 @@ class CoordinatorShard:
             records += self.offsets.tombstones(group_id)
             if isinstance(group, ConsumerGroup):
                 records += group_tombstones(group_id)
+            elif isinstance(group, ShareGroup):
+                records += share_tombstones(group)
             else:
                 records.append(GroupRecord(group_id, None))
             deleted.append(result)
@@ -307,6 +370,7 @@ class CoordinatorShard:
         if group is not None:
             group.transition_to(DEAD)
         self.consumer_groups.forget(group_id)
+        self.share_groups.forget(group_id)
         self.offsets.remove_group(group_id)
 
     # -- the runner's events --------------------------------------------------------
@@ -315,6 +379,8 @@ class CoordinatorShard:
         out = Effects()
         if key.kind in CONSUMER_TIMERS:
             self.consumer_groups.timer_fired(out, key, args)
+        elif key.kind == SHARE_SESSION_TIMER:
+            self.share_groups.timer_fired(out, key)
         else:
             self.membership.timer_fired(out, key, args)
         return out
@@ -338,6 +404,8 @@ class CoordinatorShard:
             self.offsets.replay(record, offset, producer_id)
         elif isinstance(record, ConsumerGroupRecord):
             self.consumer_groups.replay(record)
+        elif isinstance(record, ShareGroupRecord):
+            self.share_groups.replay(record)
         else:
             self.membership.replay(record)
 
@@ -361,10 +429,12 @@ class CoordinatorShard:
                 del self.membership.groups[group_id]
         self.membership.loaded(out)
         self.consumer_groups.loaded(out)
+        self.share_groups.loaded(out)
         return out
 
     def unload(self) -> Effects:
         out = Effects()
         self.membership.unload(out)
         self.consumer_groups.unload()
+        self.share_groups.unload()
         return out

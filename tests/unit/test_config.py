@@ -178,6 +178,7 @@ def test_kafka_defaults_we_deliberately_change_are_documented() -> None:
         "transaction.state.log.replication.factor",
         "transaction.state.log.min.isr",
         "transaction.version",  # kpybroker's: a feature level in Kafka
+        "share.version",  # kpybroker's: a feature level in Kafka
         "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr",
     }

@@ -95,6 +95,8 @@ def test_every_synonym_is_a_broker_config_with_the_same_default() -> None:
     assert {n for n, k in GROUP_CONFIGS.items() if k.enforced} == {
         "consumer.session.timeout.ms",
         "consumer.heartbeat.interval.ms",
+        "share.session.timeout.ms",
+        "share.heartbeat.interval.ms",
         "share.record.lock.duration.ms",
         "share.delivery.count.limit",
         "share.partition.max.record.locks",
@@ -500,7 +502,9 @@ def test_the_runtime_reads_overrides_from_the_metadata_cache() -> None:
     configs = ClusterGroupConfigs(cluster)  # type: ignore[arg-type]
     assert configs("g") == GroupOverrides()
     cluster.configs["g"] = {"consumer.session.timeout.ms": "50000", "share.session.timeout.ms": "1"}
-    assert configs("g") == GroupOverrides(consumer_session_timeout_ms=50_000)
+    assert configs("g") == GroupOverrides(
+        consumer_session_timeout_ms=50_000, share_session_timeout_ms=1
+    )
     cluster.configs["g"] = {"consumer.heartbeat.interval.ms": "6000"}
     assert configs("g") == GroupOverrides(consumer_heartbeat_interval_ms=6000)
     cluster.configs["g"] = {"consumer.heartbeat.interval.ms": "soon"}  # not written by kpybroker
