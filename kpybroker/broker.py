@@ -244,9 +244,10 @@ class Broker:
         for name in list(self.cluster.topics()):
             self.replicas.apply_topic(name)
         await self.controller.start()
+        # Before the group coordinator: loading share groups may ask the persister.
+        await self.share_coordinator.start()
         await self.coordinator.start()
         await self.transactions.start()
-        await self.share_coordinator.start()
         for server in self.servers:
             await server.start_serving()
         self.start_task(self.housekeeping(), "housekeeping")
