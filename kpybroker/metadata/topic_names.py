@@ -22,8 +22,9 @@ from kpybroker.protocol.errors import ErrorCode, KafkaError
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-#: Topics only the broker writes to (the group and transaction coordinators).
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+#: Topics only the broker writes to (the group, transaction and share coordinators).
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 
 __all__ = [
     "INTERNAL_TOPICS",
@@ -31,6 +32,7 @@ __all__ = [
     "LEGAL_NAME",
     "MAX_NAME_LENGTH",
     "OFFSETS_TOPIC",
+    "SHARE_GROUP_STATE_TOPIC",
     "TRANSACTION_STATE_TOPIC",
     "colliding_topic",
     "topic_name_error",

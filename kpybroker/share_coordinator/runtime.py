@@ -38,6 +38,7 @@ from kpybroker.coordinator.partition_runtime import (
     read_partition,
 )
 from kpybroker.metadata.model import ChangeKind, MetadataChange
+from kpybroker.metadata.topic_names import SHARE_GROUP_STATE_TOPIC
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.share_coordinator.effects import Append, Effects
 from kpybroker.share_coordinator.shard import ShareStateShard
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 
 
 def wall_clock_ms() -> int:
