@@ -59,6 +59,8 @@ from kpybroker.server.listener import bound_port, start_listener
 from kpybroker.share_coordinator.service import ShareCoordinator
 from kpybroker.share_coordinator.share_coordinator_settings import ShareCoordinatorSettings
 from kpybroker.share_coordinator.state_persister import DefaultStatePersister
+from kpybroker.share_partitions.share_partition_manager import SharePartitionManager
+from kpybroker.share_partitions.share_settings import ShareSettingsCache
 from kpybroker.topic_admin import TopicManager
 from kpybroker.transaction_coordinator.marker_writer import TxnMarkerWriter
 from kpybroker.transaction_coordinator.partition_verifier import (
@@ -111,6 +113,7 @@ class Broker:
         self.share_coordinator: ShareCoordinator | None = None
         #: How share partitions' state is read and written (KIP-932), wherever its coordinator is.
         self.share_persister: DefaultStatePersister | None = None
+        self.share_partitions: SharePartitionManager | None = None
         self.view: ClusterView | None = None
         self.entity_configs: EntityConfigs | None = None
         quota_settings = QuotaSettings.from_config(config)
@@ -186,6 +189,12 @@ class Broker:
             self.replicas.inter_broker_address,
             VerifierSettings.from_config(config),
         )
+        self.share_partitions = SharePartitionManager(
+            self.replicas,
+            self.share_persister,
+            ShareSettingsCache(current_config, self.cluster.group_config),
+            max_sessions=config.get_int("group.share.max.share.sessions"),
+        )
         self.services = Services(
             replicas=self.replicas,
             topics=self.topics,
@@ -202,6 +211,7 @@ class Broker:
             metadata_answers=TopicAnswers(),
             entity_configs=self.entity_configs,
             quotas=self.quotas,
+            share_partitions=self.share_partitions,
             authorizer=None if self.acl_store is None else self.acl_store.authorizer,
             acls=self.acl_store,
         )
@@ -277,6 +287,8 @@ class Broker:
             self.txn_verifier.close()
         if self.transactions is not None:
             await self.transactions.stop()
+        if self.share_partitions is not None:
+            self.share_partitions.close()
         if self.share_persister is not None:
             self.share_persister.close()
         if self.share_coordinator is not None:

@@ -653,6 +653,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Most share groups."),
     ConfigKey("group.share.max.size", INT, 200, MEDIUM, valid=Range(1, 1000), enforced=True,
               doc="Most members of one share group."),
+    ConfigKey("group.share.max.share.sessions", INT, 2000, MEDIUM, valid=Range(1),
+              enforced=True, doc="Most share sessions on the broker."),
     ConfigKey("group.share.session.timeout.ms", INT, 45_000, MEDIUM, valid=Range(1),
               enforced=True,
               doc="Session timeout of share group members."),
