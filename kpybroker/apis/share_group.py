@@ -13,7 +13,8 @@ offset APIs are not advertised (``api_versions``) and answer UNSUPPORTED_VERSION
 The group state machine lives in kpybroker/coordinator (``share_group_protocol``).
 
 Authorization, as Kafka's request handler: a heartbeat needs READ on the group
-(GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every topic it subscribes to
+(GROUP_AUTHORIZATION_FAILED), a member ID (INVALID_REQUEST, no message), then
+DESCRIBE on every topic it subscribes to
 (TOPIC_AUTHORIZATION_FAILED, without saying which). A description needs
 DESCRIBE on the group, else that group is answered GROUP_AUTHORIZATION_FAILED
 (ahead of the others); with an authorizer, a group whose members are assigned a
@@ -68,6 +69,10 @@ async def handle_share_group_heartbeat(
         return heartbeat_error(ErrorCode.UNSUPPORTED_VERSION)
     if not may_read_group(ctx, request.group_id):
         return heartbeat_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if not request.member_id:
+        # Kafka 4.4 refuses an empty member ID before its coordinator, without a message (a
+        # blank one gets the coordinator's "MemberId can't be empty.").
+        return heartbeat_error(ErrorCode.INVALID_REQUEST)
     names = set(request.subscribed_topic_names or ())
     if len(ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)) < len(names):
         return heartbeat_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED)

@@ -142,6 +142,15 @@ def test_heartbeat_needs_read_on_the_group_then_describe_on_its_topics() -> None
     assert (method, caller.client_host) == ("share_group_heartbeat", "/127.0.0.1")
 
 
+def test_an_empty_member_id_is_refused_without_a_message() -> None:
+    groups = FakeGroups()
+    request = heartbeat()
+    request.member_id = ""
+    answer = call(services(groups=groups), request, 1)
+    assert (answer.error_code, answer.error_message) == (ErrorCode.INVALID_REQUEST, None)
+    assert groups.calls == []
+
+
 def test_describe_hides_groups_assigned_topics_the_caller_may_not_describe() -> None:
     def described(group_ids: list[str]) -> list[Any]:
         def group(group_id: str, topic: str) -> Any:

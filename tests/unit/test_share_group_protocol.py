@@ -218,7 +218,7 @@ def test_epochs_a_member_may_send() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"member_id": ""}, "MemberId can't be empty."),
+        ({"member_id": " "}, "MemberId can't be empty."),  # "" is the handler's
         ({"group": " "}, "GroupId can't be empty."),
         ({"rack_id": ""}, "RackId can't be empty."),
         ({"topics": []}, "SubscribedTopicNames must be set in first request."),
