@@ -32,7 +32,7 @@ from typing import Any
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.leadership import HINTED_ERRORS, leader_endpoints
 from kpybroker.apis.support.registry import api
-from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.errors import ErrorCode, default_message
 from kpybroker.protocol.messages import share_acknowledge, share_fetch
 from kpybroker.protocol.messages.share_acknowledge import (
     PartitionData as AckPartitionData,
@@ -53,7 +53,7 @@ from kpybroker.protocol.messages.share_fetch import (
 )
 from kpybroker.security.acls.model import AclOperation, ResourceType
 from kpybroker.share_coordinator.persister import ShareKey
-from kpybroker.share_partitions.share_partition import AckType
+from kpybroker.share_partitions.share_partition import Refusal
 from kpybroker.share_partitions.share_partition_manager import Ack
 from kpybroker.share_partitions.share_sessions import (
     FINAL_EPOCH,
@@ -69,12 +69,12 @@ RECORD_LIMIT_MODE = 1
 
 
 #: Partitions answered with an error before anything is read or acknowledged.
-Refusal = dict[SessionPartition, ErrorCode]
+Refusals = dict[SessionPartition, ErrorCode]
 
 
-def refusals(ctx: RequestContext, partitions: Iterable[SessionPartition]) -> Refusal:
+def refusals(ctx: RequestContext, partitions: Iterable[SessionPartition]) -> Refusals:
     """UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED or UNKNOWN_TOPIC_OR_PARTITION per partition."""
-    refused: Refusal = {}
+    refused: Refusals = {}
     replicas = ctx.services.replicas
     allowed: dict[str, bool] = {}
     for tp in partitions:
@@ -104,33 +104,26 @@ def acks_of(topics: Iterable[Any]) -> dict[SessionPartition, list[Ack]]:
     return acks
 
 
-def has_renew(acks: dict[SessionPartition, list[Ack]]) -> bool:
-    return any(AckType.RENEW in a.types for batch in acks.values() for a in batch)
-
-
 async def acknowledge_all(
     ctx: RequestContext,
     group_id: str,
     member_id: str,
     acks: dict[SessionPartition, list[Ack]],
-    refused: Refusal,
-) -> dict[SessionPartition, ErrorCode]:
+    refused: Refusals,
+    renew: bool,
+) -> dict[SessionPartition, Refusal | None]:
+    """Each partition's acknowledgements applied: None, or why they were refused."""
     shares = ctx.services.share_partitions
-    results: dict[SessionPartition, ErrorCode] = {}
+    results: dict[SessionPartition, Refusal | None] = {}
     for tp, batches in acks.items():
         if tp in refused:
-            results[tp] = refused[tp]
+            results[tp] = Refusal(refused[tp])
             continue
         name = ctx.services.replicas.topic_name(tp.topic_id)
         assert name is not None
         key = ShareKey(group_id, tp.topic_id, tp.partition)
-        results[tp] = await shares.acknowledge(member_id, key, name, batches)
+        results[tp] = await shares.acknowledge(member_id, key, name, batches, renew)
     return results
-
-
-def release_session(ctx: RequestContext, group_id: str, member_id: str, session: Any) -> None:
-    keys = [ShareKey(group_id, tp.topic_id, tp.partition) for tp in session.partitions]
-    ctx.services.share_partitions.release(member_id, keys)
 
 
 def leader_of(ctx: RequestContext, tp: SessionPartition) -> LeaderIdAndEpoch:
@@ -148,19 +141,14 @@ def fetch_error(code: ErrorCode, message: str | None = None) -> ShareFetchRespon
 @api(share_fetch, 1, 2)
 async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
-    if not group_id:
-        return fetch_error(ErrorCode.INVALID_GROUP_ID)
-    if not member_id:
-        return fetch_error(ErrorCode.INVALID_REQUEST, "Member ID is empty")
+    if not group_id or not member_id:
+        return fetch_error(ErrorCode.INVALID_REQUEST)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
         return fetch_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     acks = acks_of(request.topics)
-    if acks and epoch == INITIAL_EPOCH:
-        return fetch_error(
-            ErrorCode.INVALID_REQUEST, "Acknowledge data present on initial fetch request"
-        )
-    if has_renew(acks) and not (ctx.api_version >= RENEW_FROM and request.is_renew_ack):
-        return fetch_error(ErrorCode.INVALID_REQUEST, "Renew acknowledgement not allowed")
+    if acks and epoch == INITIAL_EPOCH:  # acknowledging needs a session already open
+        return fetch_error(ErrorCode.INVALID_REQUEST)
+    renew = ctx.api_version >= RENEW_FROM and request.is_renew_ack
     shares = ctx.services.share_partitions
     key = SessionKey(group_id, member_id)
     named = [
@@ -177,7 +165,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         if epoch == INITIAL_EPOCH:
             session, replaced = shares.sessions.open(key, named, ctx.connection_id)
             if replaced is not None:
-                release_session(ctx, group_id, member_id, replaced)
+                shares.session_ended(replaced)
         elif epoch == FINAL_EPOCH:
             session = shares.sessions.close(key)
         else:
@@ -187,9 +175,9 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         return fetch_error(exc.code, exc.message)
     fetching = list(session.partitions) if epoch != FINAL_EPOCH else []
     refused = refusals(ctx, {*fetching, *acks})
-    ack_results = await acknowledge_all(ctx, group_id, member_id, acks, refused)
+    ack_results = await acknowledge_all(ctx, group_id, member_id, acks, refused, renew)
     if epoch == FINAL_EPOCH:
-        release_session(ctx, group_id, member_id, session)
+        shares.session_ended(session)
     wanted = [
         (ShareKey(group_id, tp.topic_id, tp.partition), name)
         for tp in fetching
@@ -218,13 +206,12 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             pd.records = got.records
             pd.acquired_records = [AcquiredRecords(*a) for a in got.acquired]
         pd.error_code = code or ErrorCode.NONE
-        if tp in ack_results:
-            pd.acknowledge_error_code = ack_results[tp]
+        refusal = ack_results.get(tp)
+        if refusal is not None:
+            pd.acknowledge_error_code, pd.acknowledge_error_message = refusal
         if pd.error_code in HINTED_ERRORS:
             pd.current_leader = leader_of(ctx, tp)
             hinted.add(pd.current_leader.leader_id)
-        else:
-            pd.current_leader = LeaderIdAndEpoch(-1, -1)
         if epoch == INITIAL_EPOCH or pd.error_code or pd.acquired_records or tp in ack_results:
             answers[tp] = pd
     response = ShareFetchResponse(
@@ -245,15 +232,12 @@ async def handle_share_acknowledge(
     def refuse(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
         return ShareAcknowledgeResponse(error_code=code, error_message=message)
 
-    if not group_id:
-        return refuse(ErrorCode.INVALID_GROUP_ID)
-    if not member_id:
-        return refuse(ErrorCode.INVALID_REQUEST, "Member ID is empty")
+    if not group_id or not member_id:
+        return refuse(ErrorCode.INVALID_REQUEST)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
         return refuse(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     acks = acks_of(request.topics)
-    if has_renew(acks) and not (ctx.api_version >= RENEW_FROM and request.is_renew_ack):
-        return refuse(ErrorCode.INVALID_REQUEST, "Renew acknowledgement not allowed")
+    renew = ctx.api_version >= RENEW_FROM and request.is_renew_ack
     shares = ctx.services.share_partitions
     key = SessionKey(group_id, member_id)
     try:
@@ -267,18 +251,24 @@ async def handle_share_acknowledge(
     except SessionError as exc:
         return refuse(exc.code, exc.message)
     refused = refusals(ctx, acks)
-    results = await acknowledge_all(ctx, group_id, member_id, acks, refused)
+    for tp in acks:  # a partition of no session of the member's here
+        if tp not in refused and tp not in session.partitions:
+            refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    results = await acknowledge_all(ctx, group_id, member_id, acks, refused, renew)
     if epoch == FINAL_EPOCH:
-        release_session(ctx, group_id, member_id, session)
+        shares.session_ended(session)
     answers: dict[SessionPartition, AckPartitionData] = {}
     hinted: set[int] = set()
-    for tp, code in results.items():
-        pd = AckPartitionData(partition_index=tp.partition, error_code=code)
-        if code in HINTED_ERRORS:
+    for tp, refusal in results.items():
+        pd = AckPartitionData(partition_index=tp.partition)
+        if refusal is not None:
+            pd.error_code, pd.error_message = refusal
+            if refusal.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                # Kafka says it here (a ShareFetch's unknown partition has no message).
+                pd.error_message = default_message(refusal.error)
+        if pd.error_code in HINTED_ERRORS:
             pd.current_leader = leader_of(ctx, tp)
             hinted.add(pd.current_leader.leader_id)
-        else:
-            pd.current_leader.leader_id = pd.current_leader.leader_epoch = -1
         answers[tp] = pd
     response = ShareAcknowledgeResponse(
         error_code=ErrorCode.NONE, responses=grouped(answers, ShareAcknowledgeTopicResponse)

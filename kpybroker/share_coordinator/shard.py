@@ -169,6 +169,9 @@ class ShareStateShard:
                 state_epoch=state_epoch,
                 leader_epoch=DEFAULT_EPOCH,
                 start_offset=start_offset,
+                # Nothing is delivered past a new start yet: the lag is known at once
+                # (DescribeShareGroupOffsets right after AlterShareGroupOffsets).
+                delivery_complete_count=0,
                 create_timestamp=now,
                 write_timestamp=now,
             )

@@ -47,6 +47,9 @@ class AckType(IntEnum):
     RENEW = 4
 
 
+_ACK_TYPES = frozenset(int(t) for t in AckType)
+
+
 @dataclass(slots=True)
 class Run:
     """Offsets ``first..last`` (inclusive) in one state."""
@@ -70,6 +73,37 @@ class Run:
     def batch(self) -> StateBatch:
         state = DeliveryState.AVAILABLE if self.state == DeliveryState.ACQUIRED else self.state
         return StateBatch(self.first, self.last, int(state), self.count)
+
+
+#: Kafka's messages for acknowledgements it refuses.
+PAST_ACQUIRED = "Batch record not found. The first offset in request is past acquired records."
+PAST_ACQUIRED_LAST = "Batch record not found. The last offset in request is past acquired records."
+NOT_ACQUIRED = "The batch cannot be acknowledged. The subset batch is not in the acquired state."
+NOT_OWNER = "Member is not the owner of batch record"
+
+
+class Refusal(NamedTuple):
+    """An acknowledgement refused: the partition's acknowledge error and its message."""
+
+    error: ErrorCode
+    message: str | None = None
+
+
+def valid_batches(batches: Sequence[tuple[int, int, Sequence[int]]], renew: bool) -> bool:
+    """Whether a partition's acknowledgement batches are well formed, as Kafka checks them
+    before looking at any record (INVALID_REQUEST otherwise): each range in order, not
+    overlapping the one before, with one known type or one per record, and renewals only
+    where the request says it carries them."""
+    previous_last = -1
+    for first, last, types in batches:
+        if first > last or first <= previous_last:
+            return False
+        if len(types) != 1 and len(types) != last - first + 1:
+            return False
+        if any(t not in _ACK_TYPES or (t == AckType.RENEW and not renew) for t in types):
+            return False
+        previous_last = last
+    return True
 
 
 class Acquired(NamedTuple):
@@ -162,11 +196,14 @@ class SharePartition:
             return True
         return self.end_offset - self.start_offset < self.max_in_flight
 
-    def in_flight_states(self) -> list[StateBatch]:
-        return [run.batch() for run in self.runs]
-
-    def acquired_by(self, member: str) -> int:
-        return sum(r.last - r.first + 1 for r in self.runs if r.member == member)
+    def delivery_complete_count(self) -> int:
+        """Records past the start offset already done with (acknowledged or archived): what
+        the lag reported by DescribeShareGroupOffsets leaves out."""
+        return sum(
+            run.last - run.first + 1
+            for run in self.runs
+            if run.state in (DeliveryState.ACKNOWLEDGED, DeliveryState.ARCHIVED)
+        )
 
     # -- acquiring ----------------------------------------------------------------------------
 
@@ -262,44 +299,46 @@ class SharePartition:
 
     # -- acknowledging and releasing ------------------------------------------------------------
 
-    def check_acquired(self, member: str, first: int, last: int) -> ErrorCode:
-        """INVALID_RECORD_STATE unless every record of ``first..last`` is acquired by
-        ``member`` (Kafka refuses the whole batch)."""
-        if first > last or first < self.start_offset or last >= self.end_offset:
-            return ErrorCode.INVALID_RECORD_STATE
+    def check_acquired(self, member: str, first: int, last: int) -> Refusal | None:
+        """Why ``first..last`` may not be acknowledged by ``member`` (None: it may): every
+        record of it past the start offset must be acquired by the member (Kafka refuses
+        the whole batch). Records below the start offset are done with and ignored."""
+        first = max(first, self.start_offset)
+        if first > last:
+            return None
+        if first >= self.end_offset:
+            return Refusal(ErrorCode.INVALID_REQUEST, PAST_ACQUIRED)
+        if last >= self.end_offset:
+            return Refusal(ErrorCode.INVALID_REQUEST, PAST_ACQUIRED_LAST)
         i = self._index(first)
         while i < len(self.runs) and self.runs[i].first <= last:
             run = self.runs[i]
-            if run.state != DeliveryState.ACQUIRED or run.member != member:
-                return ErrorCode.INVALID_RECORD_STATE
+            if run.state != DeliveryState.ACQUIRED:
+                return Refusal(ErrorCode.INVALID_RECORD_STATE, NOT_ACQUIRED)
+            if run.member != member:
+                return Refusal(ErrorCode.INVALID_RECORD_STATE, NOT_OWNER)
             i += 1
-        return ErrorCode.NONE
+        return None
 
     def acknowledge(
         self, member: str, first: int, last: int, types: Sequence[int]
-    ) -> tuple[ErrorCode, list[StateBatch], list[int]]:
-        """Apply one acknowledgement batch: one type for the whole range, or one per
-        record. The changed batches to persist, and the new locks of renewed records."""
-        error = self.check_acquired(member, first, last)
-        if error:
-            return error, [], []
-        if len(types) == 1:
-            spans = [(first, last, types[0])]
-        elif len(types) == last - first + 1:
-            spans = _spans(first, types)
-        else:
-            return ErrorCode.INVALID_REQUEST, [], []
-        if any(t not in AckType._value2member_map_ for _, _, t in spans):
-            return ErrorCode.INVALID_REQUEST, [], []
+    ) -> tuple[list[StateBatch], list[int]]:
+        """Apply one acknowledgement batch (checked: ``valid_batches``, ``check_acquired``):
+        one type for the whole range, or one per record. The changed batches to persist,
+        and the new locks of renewed records."""
+        spans = [(first, last, types[0])] if len(types) == 1 else _spans(first, types)
         changed: list[StateBatch] = []
         renewed: list[int] = []
         for lo, hi, ack in spans:
+            lo = max(lo, self.start_offset)
+            if lo > hi:
+                continue
             if ack == AckType.RENEW:
                 renewed.append(self.renew(member, lo, hi))
             else:
                 changed.extend(self._settle(lo, hi, _state_after(ack)))
         self._advance_start()
-        return ErrorCode.NONE, changed, renewed
+        return changed, renewed
 
     def renew(self, member: str, first: int, last: int) -> int:
         """Give ``first..last`` (acquired by ``member``) a new lock: its id."""
@@ -321,9 +360,6 @@ class SharePartition:
     def release_member(self, member: str) -> list[StateBatch]:
         """A member's share session closed or it left: what it holds is released."""
         return self._release(lambda run: run.member == member)
-
-    def locks_of(self, member: str) -> set[int]:
-        return {r.lock for r in self.runs if r.member == member}
 
     def _release(self, matches: Callable[[Run], bool]) -> list[StateBatch]:
         targets = [

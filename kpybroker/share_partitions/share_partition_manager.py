@@ -41,11 +41,14 @@ from kpybroker.share_coordinator.persister import (
     StateBatch,
 )
 from kpybroker.share_partitions.share_partition import (
+    NOT_OWNER,
     Acquired,
     LogBatch,
+    Refusal,
     SharePartition,
+    valid_batches,
 )
-from kpybroker.share_partitions.share_sessions import ShareSessions
+from kpybroker.share_partitions.share_sessions import ShareSession, ShareSessions
 from kpybroker.share_partitions.share_settings import READ_COMMITTED, ShareSettings
 
 if TYPE_CHECKING:
@@ -272,39 +275,49 @@ class SharePartitionManager:
     # -- acknowledging ------------------------------------------------------------------------
 
     async def acknowledge(
-        self, member_id: str, key: ShareKey, topic: str, acks: Sequence[Ack]
-    ) -> ErrorCode:
-        """Apply a partition's acknowledgement batches (all or none) and persist them."""
+        self, member_id: str, key: ShareKey, topic: str, acks: Sequence[Ack], renew: bool
+    ) -> Refusal | None:
+        """Apply a partition's acknowledgement batches (all or none) and persist them: None,
+        or why they were refused. ``renew``: the request may carry renewals (v2's
+        ``is_renew_ack``)."""
+        if not valid_batches(acks, renew):
+            return Refusal(ErrorCode.INVALID_REQUEST)
         try:
             partition = self.leaders.partition_for(topic, key.partition)
         except KafkaError as exc:
-            return exc.code
+            return Refusal(exc.code)
         held = self.held.get(key)
         if held is None or held.leader_epoch != partition.leader_epoch:
-            return ErrorCode.INVALID_RECORD_STATE  # nothing was acquired from this leader
+            # Nothing was acquired from this leader (loaded again since, or never).
+            return Refusal(ErrorCode.INVALID_RECORD_STATE, NOT_OWNER)
         state = held.state
         for ack in acks:
-            error = state.check_acquired(member_id, ack.first_offset, ack.last_offset)
-            if error:
-                return error
+            refusal = state.check_acquired(member_id, ack.first_offset, ack.last_offset)
+            if refusal is not None:
+                return refusal
         changed: list[StateBatch] = []
         settings = self.settings_of(key.group_id)
         for ack in acks:
-            error, batches, renewed = state.acknowledge(
+            batches, renewed = state.acknowledge(
                 member_id, ack.first_offset, ack.last_offset, ack.types
             )
-            if error:
-                return error
             changed.extend(batches)
             for lock in renewed:
                 self._arm(held, lock, settings.record_lock_duration_ms)
         if not changed:
-            return ErrorCode.NONE
+            return None
         self._wake()
-        return await self._persist(held, changed)
+        error = await self._persist(held, changed)
+        return Refusal(error) if error else None
 
-    def release(self, member_id: str, keys: Sequence[ShareKey]) -> None:
-        """A member's share session ended: release what it holds (persisted in the background)."""
+    def session_ended(self, session: ShareSession) -> None:
+        """A member's share session closed, was replaced, or lost its connection: release
+        what the member holds (persisted in the background). Once no member of the group
+        has a session here, its share partitions are forgotten, as Kafka's
+        ``ShareGroupListener.onGroupEmpty`` does: an empty group's start offsets may be
+        reset (AlterShareGroupOffsets), so they are read again when members come back."""
+        group_id, member_id = session.key
+        keys = [ShareKey(group_id, tp.topic_id, tp.partition) for tp in session.partitions]
         for key in keys:
             held = self.held.get(key)
             if held is None:
@@ -313,13 +326,14 @@ class SharePartitionManager:
             if changed:
                 self._background(self._persist(held, changed))
         self._wake()
+        if not self.sessions.of_group(group_id):
+            for key in [k for k in self.held if k.group_id == group_id]:
+                self.held.pop(key).cancel_timers()
 
     def connection_closed(self, connection_id: str) -> None:
-        """Release what the members whose share sessions were on this connection hold."""
+        """End the share sessions whose member's latest request came on this connection."""
         for session in self.sessions.drop_connection(connection_id):
-            group_id, member_id = session.key
-            keys = [ShareKey(group_id, tp.topic_id, tp.partition) for tp in session.partitions]
-            self.release(member_id, keys)
+            self.session_ended(session)
 
     # -- locks ---------------------------------------------------------------------------------
 
@@ -355,26 +369,25 @@ class SharePartitionManager:
     async def _load(self, key: ShareKey, topic: str, partition: Partition) -> Held:
         epoch = partition.leader_epoch
         error, persisted = await self.persister.read(key, epoch)
-        if error and error != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or (not error and persisted is None):
+            # The group coordinator initializes a partition's state before it assigns it:
+            # none means no share group reads it here (Kafka fails the same way).
+            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR)
+        if error or persisted is None:
             log.warning("cannot read the share state of %s: %s", key.coordinator_key(), error.name)
             raise KafkaError(error)
         settings = self.settings_of(key.group_id)
-        state_epoch = persisted.state_epoch if persisted else 0
-        start = persisted.start_offset if persisted else -1
-        batches = persisted.batches if persisted else ()
-        if start < 0:
+        state_epoch, start = persisted.state_epoch, persisted.start_offset
+        if start < 0:  # initialized by the group coordinator, to be decided here
             start = self._reset_offset(partition, settings.auto_offset_reset)
-            if persisted is None:
-                error = await self.persister.initialize(key, state_epoch, start)
-            else:
-                error = await self.persister.write(
-                    key, PartitionState(state_epoch, start, epoch, ())
-                )
+            error = await self.persister.write(
+                key, PartitionState(state_epoch, start, epoch, (), 0)
+            )
             if error:
                 raise KafkaError(error)
         state = SharePartition.from_state(
             max(start, partition.log.log_start_offset),
-            batches,
+            persisted.batches,
             delivery_count_limit=settings.delivery_count_limit,
             max_in_flight=settings.max_record_locks,
         )
@@ -404,7 +417,11 @@ class SharePartitionManager:
     async def _persist(self, held: Held, changed: list[StateBatch]) -> ErrorCode:
         async with held.write_lock:
             state = PartitionState(
-                held.state_epoch, held.state.start_offset, held.leader_epoch, tuple(changed)
+                held.state_epoch,
+                held.state.start_offset,
+                held.leader_epoch,
+                tuple(changed),
+                held.state.delivery_complete_count(),
             )
             error = await self.persister.write(held.key, state)
         if error in FENCED and self.held.get(held.key) is held:

@@ -106,6 +106,9 @@ class ShareSessions:
             raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND)
         return session
 
+    def of_group(self, group_id: str) -> list[ShareSession]:
+        return [s for s in self.sessions.values() if s.key.group_id == group_id]
+
     def drop_connection(self, connection_id: str) -> list[ShareSession]:
         """The sessions whose member's connection closed, ended."""
         gone = [s for s in self.sessions.values() if s.connection_id == connection_id]

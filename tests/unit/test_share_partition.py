@@ -7,10 +7,16 @@ import pytest
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.share_coordinator.persister import DeliveryState, StateBatch
 from kpybroker.share_partitions.share_partition import (
+    NOT_ACQUIRED,
+    NOT_OWNER,
+    PAST_ACQUIRED,
+    PAST_ACQUIRED_LAST,
     AckType,
     Acquired,
     LogBatch,
+    Refusal,
     SharePartition,
+    valid_batches,
 )
 from kpybroker.share_partitions.share_sessions import (
     SessionError,
@@ -51,8 +57,7 @@ def test_new_records_are_acquired_batch_by_batch_and_the_batches_carried() -> No
 def test_accepted_records_move_the_start_offset_and_are_never_redelivered() -> None:
     sp = partition()
     sp.acquire("a", log_batches((0, 9)), 100)
-    error, changed, _ = sp.acknowledge("a", 0, 4, [ACCEPT])
-    assert error == ErrorCode.NONE
+    changed, _ = sp.acknowledge("a", 0, 4, [ACCEPT])
     assert changed == [StateBatch(0, 4, DeliveryState.ACKNOWLEDGED, 1)]
     assert sp.start_offset == 5
     assert sp.acquire("b", log_batches((0, 9)), 100)[1] == []
@@ -71,8 +76,7 @@ def test_released_records_are_redelivered_with_a_higher_count() -> None:
 def test_rejected_and_gap_records_are_archived() -> None:
     sp = partition()
     sp.acquire("a", log_batches((0, 3)), 100)
-    error, changed, _ = sp.acknowledge("a", 0, 3, [REJECT, GAP, ACCEPT, REJECT])
-    assert error == ErrorCode.NONE
+    changed, _ = sp.acknowledge("a", 0, 3, [REJECT, GAP, ACCEPT, REJECT])
     assert sp.start_offset == 4
     assert [c.delivery_state for c in changed] == [DeliveryState.ARCHIVED] * 2 + [
         DeliveryState.ACKNOWLEDGED,
@@ -83,11 +87,25 @@ def test_rejected_and_gap_records_are_archived() -> None:
 def test_only_the_member_holding_records_may_acknowledge_them() -> None:
     sp = partition()
     sp.acquire("a", log_batches((0, 9)), 100)
-    assert sp.acknowledge("b", 0, 9, [ACCEPT])[0] == ErrorCode.INVALID_RECORD_STATE
-    assert sp.acknowledge("a", 5, 12, [ACCEPT])[0] == ErrorCode.INVALID_RECORD_STATE
-    assert sp.acknowledge("a", 0, 9, [ACCEPT, ACCEPT])[0] == ErrorCode.INVALID_REQUEST
-    assert sp.acknowledge("a", 0, 9, [ACCEPT])[0] == ErrorCode.NONE
-    assert sp.acknowledge("a", 0, 9, [ACCEPT])[0] == ErrorCode.INVALID_RECORD_STATE
+    assert sp.check_acquired("b", 0, 9) == Refusal(ErrorCode.INVALID_RECORD_STATE, NOT_OWNER)
+    assert sp.check_acquired("a", 5, 12) == Refusal(ErrorCode.INVALID_REQUEST, PAST_ACQUIRED_LAST)
+    assert sp.check_acquired("a", 20, 22) == Refusal(ErrorCode.INVALID_REQUEST, PAST_ACQUIRED)
+    assert sp.check_acquired("a", 0, 9) is None
+    sp.acknowledge("a", 0, 4, [ACCEPT])
+    # Below the start offset: done with, ignored.
+    assert sp.check_acquired("a", 0, 4) is None
+    sp.release_member("a")
+    assert sp.check_acquired("a", 5, 9) == Refusal(ErrorCode.INVALID_RECORD_STATE, NOT_ACQUIRED)
+
+
+def test_malformed_acknowledgement_batches_are_refused_before_any_record() -> None:
+    assert valid_batches([(0, 4, [ACCEPT]), (5, 6, [ACCEPT, REJECT])], renew=False)
+    assert not valid_batches([(0, 4, [ACCEPT, ACCEPT])], renew=False)  # neither 1 nor 5
+    assert not valid_batches([(0, 4, [9])], renew=False)
+    assert not valid_batches([(4, 0, [ACCEPT])], renew=False)
+    assert not valid_batches([(0, 4, [ACCEPT]), (3, 6, [ACCEPT])], renew=False)  # overlap
+    assert not valid_batches([(0, 4, [RENEW])], renew=False)
+    assert valid_batches([(0, 4, [RENEW])], renew=True)
 
 
 def test_an_expired_lock_releases_and_the_delivery_limit_archives() -> None:
@@ -112,8 +130,8 @@ def test_a_lock_that_ran_out_after_acknowledgement_changes_nothing() -> None:
 def test_renewing_gives_the_records_a_new_lock() -> None:
     sp = partition()
     lock, _, _ = sp.acquire("a", log_batches((0, 4)), 100)
-    error, changed, renewed = sp.acknowledge("a", 0, 4, [RENEW])
-    assert (error, changed) == (ErrorCode.NONE, [])
+    changed, renewed = sp.acknowledge("a", 0, 4, [RENEW])
+    assert changed == []
     assert renewed and renewed[0] != lock
     assert sp.release_lock(lock) == []  # the old lock no longer holds them
     assert sp.release_lock(renewed[0]) == [StateBatch(0, 4, DeliveryState.AVAILABLE, 1)]
@@ -159,7 +177,7 @@ def test_the_log_start_moving_forgets_what_is_below() -> None:
     sp.acquire("a", log_batches((0, 9)), 100)
     sp.move_start(5)
     assert sp.start_offset == 5
-    assert sp.acknowledge("a", 5, 9, [ACCEPT])[0] == ErrorCode.NONE
+    sp.acknowledge("a", 5, 9, [ACCEPT])
     assert sp.start_offset == 10
 
 

@@ -128,12 +128,13 @@ def test_initialize_writes_a_snapshot_and_read_answers_it() -> None:
         state_epoch=5,
         leader_epoch=0,
         start_offset=10,
+        delivery_complete_count=0,
         create_timestamp=d.now,
         write_timestamp=d.now,
     )
     answer = d.read(leader_epoch=0)
     assert answer.error == ErrorCode.NONE
-    assert answer.state == PartitionState(5, 10, 0, ())
+    assert answer.state == PartitionState(5, 10, 0, (), 0)
     assert len(d.log) == 1  # the recorded leader epoch was already 0: nothing written
 
 
@@ -259,7 +260,7 @@ def test_a_read_at_a_new_leader_epoch_records_it_and_fences_the_old_leader() -> 
     d.write(leader_epoch=0, batches=[B(0, 4, AVAILABLE, 1)])
     answer = d.read(leader_epoch=3)
     assert answer.error == ErrorCode.NONE
-    assert answer.state == PartitionState(0, 0, 3, (B(0, 4, AVAILABLE, 1),))
+    assert answer.state == PartitionState(0, 0, 3, (B(0, 4, AVAILABLE, 1),), 0)
     assert d.log[-1].type == RecordType.UPDATE and d.log[-1].value.leader_epoch == 3
     assert d.shard.leader_epochs[KEY] == 3
     # The old leader can no longer write nor read; the new one can.

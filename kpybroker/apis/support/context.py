@@ -52,8 +52,9 @@ if TYPE_CHECKING:
     from kpybroker.security.acls.model import AclBinding, AclBindingFilter
     from kpybroker.share_coordinator.persister import PartitionState, ShareKey
     from kpybroker.share_coordinator.share_state import StateAnswer
+    from kpybroker.share_partitions.share_partition import Refusal
     from kpybroker.share_partitions.share_partition_manager import Ack, Fetched
-    from kpybroker.share_partitions.share_sessions import ShareSessions
+    from kpybroker.share_partitions.share_sessions import ShareSession, ShareSessions
     from kpybroker.topic_admin import Topic
     from kpybroker.transaction_coordinator.shard import (
         EndResult,
@@ -205,10 +206,10 @@ class SharePartitions(Protocol):
     ) -> Mapping[ShareKey, Fetched]: ...
 
     async def acknowledge(
-        self, member_id: str, key: ShareKey, topic: str, acks: Sequence[Ack]
-    ) -> ErrorCode: ...
+        self, member_id: str, key: ShareKey, topic: str, acks: Sequence[Ack], renew: bool
+    ) -> Refusal | None: ...
 
-    def release(self, member_id: str, keys: Sequence[ShareKey]) -> None: ...
+    def session_ended(self, session: ShareSession) -> None: ...
 
     def connection_closed(self, connection_id: str) -> None: ...
 
