@@ -678,8 +678,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Longest heartbeat interval of share group members (the most "
                   "share.heartbeat.interval.ms a group may set)."),
     ConfigKey("group.share.assignment.interval.ms", INT, 1000, MEDIUM, valid=Range(0),
-              mode=CLUSTER_WIDE,
-              doc="Interval between assignment updates of a share group."),
+              mode=CLUSTER_WIDE, enforced=True,
+              doc="Least time between two target assignments of a share group: membership "
+                  "changes within it are assigned together (0 assigns each at once)."),
     ConfigKey("group.share.min.assignment.interval.ms", INT, 0, MEDIUM, valid=Range(0),
               enforced=True,
               doc="Shortest interval between assignment updates of a share group (the least "

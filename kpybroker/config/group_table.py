@@ -150,8 +150,9 @@ GROUP_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("share.renew.acknowledge.enable", BOOLEAN, True, MEDIUM, mode=PER_GROUP,
               doc="Whether the share group's consumers may renew their record locks."),
     ConfigKey("share.assignment.interval.ms", INT, 1000, MEDIUM, valid=Range(0), mode=PER_GROUP,
-              synonyms=("group.share.assignment.interval.ms",),
-              doc="Interval between assignment updates of the share group."),
+              synonyms=("group.share.assignment.interval.ms",), enforced=True,
+              doc="Least time between two target assignments of the share group; within "
+                  "group.share.min/max.assignment.interval.ms."),
     ConfigKey("share.assignor.offload.enable", BOOLEAN, True, MEDIUM, mode=PER_GROUP,
               internal=True, synonyms=("group.share.assignor.offload.enable",),
               doc="Compute the share group's assignments on a background thread."),

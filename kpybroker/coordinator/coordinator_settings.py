@@ -62,6 +62,11 @@ class CoordinatorSettings:
     share_min_heartbeat_interval_ms: int = broker_setting("group.share.min.heartbeat.interval.ms")
     share_max_heartbeat_interval_ms: int = broker_setting("group.share.max.heartbeat.interval.ms")
     share_max_size: int = broker_setting("group.share.max.size")
+    # The least time between two target assignments of a share group (KIP-1263), and the
+    # bounds of a group's own share.assignment.interval.ms.
+    share_assignment_interval_ms: int = broker_setting("group.share.assignment.interval.ms")
+    share_min_assignment_interval_ms: int = broker_setting("group.share.min.assignment.interval.ms")
+    share_max_assignment_interval_ms: int = broker_setting("group.share.max.assignment.interval.ms")
 
     @property
     def share_initialize_retry_interval_ms(self) -> int:

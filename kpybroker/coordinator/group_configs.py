@@ -3,8 +3,8 @@
 Kafka's group coordinator keeps the group configs of its metadata image in a
 ``GroupConfigManager``; this is the same view over ``ClusterMetadata``, which
 follows ``/config/groups`` on every broker. Only what the coordinator acts on is
-read: a consumer or share group's session timeout and heartbeat interval. Reads are
-from the cache; nothing here waits.
+read: a consumer or share group's session timeout and heartbeat interval, and a share
+group's assignment interval. Reads are from the cache; nothing here waits.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ SESSION_TIMEOUT = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
 SHARE_SESSION_TIMEOUT = "share.session.timeout.ms"
 SHARE_HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
+SHARE_ASSIGNMENT_INTERVAL = "share.assignment.interval.ms"
 
 
 class ClusterGroupConfigs:
@@ -49,6 +50,7 @@ class ClusterGroupConfigs:
             consumer_heartbeat_interval_ms=_int(group_id, stored, HEARTBEAT_INTERVAL),
             share_session_timeout_ms=_int(group_id, stored, SHARE_SESSION_TIMEOUT),
             share_heartbeat_interval_ms=_int(group_id, stored, SHARE_HEARTBEAT_INTERVAL),
+            share_assignment_interval_ms=_int(group_id, stored, SHARE_ASSIGNMENT_INTERVAL),
         )
         self._parsed[group_id] = (dict(stored), overrides)
         return overrides

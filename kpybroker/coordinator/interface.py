@@ -71,6 +71,7 @@ class GroupOverrides(NamedTuple):
     consumer_heartbeat_interval_ms: int | None = None
     share_session_timeout_ms: int | None = None
     share_heartbeat_interval_ms: int | None = None
+    share_assignment_interval_ms: int | None = None
 
 
 NO_OVERRIDES = GroupOverrides()

@@ -140,6 +140,9 @@ class ShareGroup:
         self.group_epoch = INITIAL_EPOCH
         self.metadata_hash = 0
         self.assignment_epoch = INITIAL_EPOCH
+        #: When the target assignment was last computed (from its record): the next one waits
+        #: for the group's assignment interval after it (KIP-1263 assignment batching).
+        self.assignment_timestamp = 0
         self.members: dict[str, ShareMember] = {}
         self.target: dict[str, Assignment] = {}
         #: None until the group's first ShareGroupStatePartitionMetadata record (Kafka tells
@@ -159,6 +162,7 @@ class ShareGroup:
         other.group_epoch = self.group_epoch
         other.metadata_hash = self.metadata_hash
         other.assignment_epoch = self.assignment_epoch
+        other.assignment_timestamp = self.assignment_timestamp
         other.members = dict(self.members)
         other.target = dict(self.target)
         other.state_partitions = self.state_partitions

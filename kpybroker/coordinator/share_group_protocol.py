@@ -11,7 +11,11 @@ ShareGroupHeartbeat does everything, following Kafka 4.4's
 2. When the group epoch is ahead of the target assignment's, the ``simple``
    assignor computes a new target over the partitions whose share state is
    initialized (``simple_assignor``); only the members whose target changed get
-   a record.
+   a record. Kafka 4.3+ batches these (KIP-1263): a new target waits until
+   ``group.share.assignment.interval.ms`` (or the group's
+   ``share.assignment.interval.ms``) has passed since the last one was computed,
+   so members that join together are assigned together; meanwhile a heartbeat
+   gets the last target, at its epoch (a new member: nothing yet).
 3. The member's assignment becomes its target at once: partitions are shared,
    nothing has to be revoked first (Kafka's ``ShareGroupAssignmentBuilder``).
 4. Subscribed partitions without share state are recorded as initializing and
@@ -175,6 +179,22 @@ class ShareGroups:
             s.share_max_heartbeat_interval_ms,
         )
 
+    def assignment_interval_ms(self, group_id: str) -> int:
+        """The group's share.assignment.interval.ms, else the broker's."""
+        s = self.settings
+        return within(
+            self.group_configs(group_id).share_assignment_interval_ms,
+            s.share_assignment_interval_ms,
+            s.share_min_assignment_interval_ms,
+            s.share_max_assignment_interval_ms,
+        )
+
+    def assignment_due(self, group: ShareGroup) -> bool:
+        """Whether a new target may be computed now: the group's assignment interval has
+        passed since the last one (a new group's never was)."""
+        elapsed = self.clock() - group.assignment_timestamp
+        return elapsed >= self.assignment_interval_ms(group.group_id)
+
     def replay(self, record: ShareGroupRecord) -> None:
         replay(self.groups, record, self._create, self.clock())
 
@@ -251,7 +271,7 @@ class ShareGroups:
             group_epoch += 1
             records.append(epoch_record(group_id, group_epoch, metadata_hash))
             log.info("[GroupId %s] Bumped group epoch to %d.", group_id, group_epoch)
-        if group_epoch > group.assignment_epoch:
+        if group_epoch > group.assignment_epoch and self.assignment_due(group):
             target = self.new_target(group, members, topics, group_epoch, member_id, records)
             target_epoch = group_epoch
         else:
@@ -411,7 +431,8 @@ class ShareGroups:
 
     def fence_records(self, group: ShareGroup, member: ShareMember) -> list[CoordinatorRecord]:
         """Remove the member and bump the group epoch; an emptied group's target epoch
-        catches up (KAFKA-20442)."""
+        catches up (KAFKA-20442). That is no computed assignment: a member joining right
+        after is assigned at once if the last one was long enough ago (as Kafka 4.4 does)."""
         records: list[CoordinatorRecord] = list(member_tombstones(group.group_id, member.member_id))
         others = [m for m in group.members.values() if m.member_id != member.member_id]
         epoch = group.group_epoch + 1
@@ -419,7 +440,7 @@ class ShareGroups:
             epoch_record(group.group_id, epoch, topics_hash(self.subscribed_topics(others)))
         )
         if not others:
-            records.append(target_epoch_record(group.group_id, epoch, self.clock()))
+            records.append(target_epoch_record(group.group_id, epoch, group.assignment_timestamp))
         return records
 
     def timer_fired(self, out: Effects, key: TimerKey) -> None:

@@ -185,6 +185,7 @@ def replay(
         )
     elif isinstance(value, ShareGroupTargetAssignmentMetadataValue):
         group.assignment_epoch = value.assignment_epoch
+        group.assignment_timestamp = value.assignment_timestamp
     elif isinstance(value, ShareGroupTargetAssignmentMemberValue):
         group.target[member_id] = _assignment(value.topic_partitions)
     elif isinstance(value, ShareGroupCurrentMemberAssignmentValue):

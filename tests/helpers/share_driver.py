@@ -11,9 +11,11 @@ handlers would, and the persister calls happen for real (``FakePersister``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.interface import Caller, Effects
 from kpybroker.coordinator.share_group_protocol import (
     ShareHeartbeatResult,
@@ -25,14 +27,23 @@ from kpybroker.coordinator.share_group_state import ShareInitialization
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kpybroker.share_coordinator.persister import PartitionState, ShareKey
-from tests.helpers.coordinator_driver import Driver, StaticTopics
+from tests.helpers.coordinator_driver import SETTINGS, Driver, StaticTopics
+
+#: Kafka's request tests run without assignment batching, each change assigned at once;
+#: the tests of batching itself set an interval.
+SHARE_SETTINGS = dataclasses.replace(SETTINGS, share_assignment_interval_ms=0)
 
 
 class ShareDriver(Driver):
     """A coordinator ``Driver`` that speaks ShareGroupHeartbeat too."""
 
-    def __init__(self, topics: StaticTopics | None = None, **kw: Any) -> None:
-        super().__init__(topics=topics, **kw)
+    def __init__(
+        self,
+        topics: StaticTopics | None = None,
+        settings: CoordinatorSettings = SHARE_SETTINGS,
+        **kw: Any,
+    ) -> None:
+        super().__init__(settings=settings, topics=topics, **kw)
         #: The initializations heartbeats asked for, oldest first.
         self.initializations: list[ShareInitialization] = []
 

@@ -97,6 +97,7 @@ def test_every_synonym_is_a_broker_config_with_the_same_default() -> None:
         "consumer.heartbeat.interval.ms",
         "share.session.timeout.ms",
         "share.heartbeat.interval.ms",
+        "share.assignment.interval.ms",
         "share.record.lock.duration.ms",
         "share.delivery.count.limit",
         "share.partition.max.record.locks",
@@ -507,6 +508,8 @@ def test_the_runtime_reads_overrides_from_the_metadata_cache() -> None:
     )
     cluster.configs["g"] = {"consumer.heartbeat.interval.ms": "6000"}
     assert configs("g") == GroupOverrides(consumer_heartbeat_interval_ms=6000)
+    cluster.configs["g"] = {"share.assignment.interval.ms": "0"}
+    assert configs("g") == GroupOverrides(share_assignment_interval_ms=0)
     cluster.configs["g"] = {"consumer.heartbeat.interval.ms": "soon"}  # not written by kpybroker
     assert configs("g") == GroupOverrides()
 

@@ -36,7 +36,8 @@ from kpybroker.protocol.messages.describe_share_group_offsets import (
 )
 from kpybroker.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kpybroker.share_coordinator.persister import PartitionState, ShareKey
-from tests.helpers.coordinator_driver import SETTINGS, StaticTopics, error_of
+from tests.helpers.coordinator_driver import StaticTopics, error_of
+from tests.helpers.share_driver import SHARE_SETTINGS as SETTINGS
 from tests.helpers.share_driver import FakePersister, ShareDriver, service
 
 SESSION_MS = SETTINGS.share_session_timeout_ms
@@ -290,6 +291,88 @@ def test_a_full_group_refuses_new_members() -> None:
     assert error_of(d.share_heartbeat("a", 2)) == ErrorCode.NONE
 
 
+# -- assignment batching (KIP-1263) -----------------------------------------------------------
+# What a Kafka 4.4 broker answered raw heartbeats with its default
+# group.share.assignment.interval.ms (1 s).
+
+
+def batching_driver(**topics: int) -> ShareDriver:
+    settings = dataclasses.replace(SETTINGS, share_assignment_interval_ms=1000)
+    return ShareDriver(topics=StaticTopics(**(topics or {"t": 1})), settings=settings)
+
+
+def test_members_joining_together_are_assigned_together() -> None:
+    d = batching_driver()
+    # A new group's first target is computed at once (epoch 2, nothing initialized yet) ...
+    a = d.share_heartbeat("a", 0)
+    assert (a.member_epoch, d.share_assignment(a)) == (2, {})
+    d.initialize_all()
+    # ... the next ones wait a second: b and c join at the last target's epoch, with nothing.
+    d.advance(300)
+    b = d.share_heartbeat("b", 0)
+    d.advance(100)
+    c = d.share_heartbeat("c", 0)
+    assert [(x.member_epoch, d.share_assignment(x)) for x in (b, c)] == [(2, {}), (2, {})]
+    group = d.shard.share_groups.group("g")
+    assert (group.group_epoch, group.assignment_epoch) == (4, 2)
+    assert d.share_heartbeat("a", 2).member_epoch == 2
+    # A second after the last computation, the next heartbeat computes the target for all.
+    d.advance(600)
+    answers = {m: d.share_heartbeat(m, 2) for m in "abc"}
+    assert {m: (x.member_epoch, d.share_assignment(x)) for m, x in answers.items()} == {
+        m: (4, {"t": [0]}) for m in "abc"
+    }
+    assert (group.group_epoch, group.assignment_epoch) == (4, 4)
+    # A member joining long after is assigned at once; one joining just after it waits.
+    d.advance(5000)
+    assert d.share_assignment(d.share_heartbeat("d", 0)) == {"t": [0]}
+    d.advance(10)
+    late = d.share_heartbeat("e", 0)
+    assert (late.member_epoch, d.share_assignment(late)) == (5, {})
+    assert d.share_heartbeat("a", 4).member_epoch == 5  # the older members catch up to 5
+    d.advance(1000)
+    assert d.share_assignment(d.share_heartbeat("e", 5)) == {"t": [0]}
+
+
+def test_initialized_partitions_bump_the_epoch_once_while_the_target_waits() -> None:
+    d = batching_driver(t=3)
+    d.share_heartbeat("a", 0)
+    d.initialize_all()
+    d.advance(200)
+    assert d.share_heartbeat("a", 2).member_epoch == 2
+    group = d.shard.share_groups.group("g")
+    assert (group.group_epoch, group.assignment_epoch) == (3, 2)
+    written = len(d.log)
+    d.advance(200)
+    d.share_heartbeat("a", 2)  # no second bump for the same partitions (KAFKA-20291)
+    assert (group.group_epoch, len(d.log)) == (3, written)
+    d.advance(600)
+    now = d.share_heartbeat("a", 2)
+    assert (now.member_epoch, d.share_assignment(now)) == (3, {"t": [0, 1, 2]})
+
+
+def test_an_emptied_group_assigns_its_next_member_at_once() -> None:
+    d = batching_driver()
+    ready(d, "a")
+    d.advance(2000)
+    d.share_heartbeat("a", -1)
+    # The target epoch caught up (KAFKA-20442) without counting as a computation.
+    joined = d.share_heartbeat("b", 0)
+    assert d.share_assignment(joined) == {"t": [0]}
+
+
+def test_a_group_config_sets_the_assignment_interval_within_the_brokers_bounds() -> None:
+    d = batching_driver()
+    d.group_overrides["g"] = GroupOverrides(share_assignment_interval_ms=0)
+    ready(d, "a")
+    assert d.share_assignment(d.share_heartbeat("b", 0)) == {"t": [0]}
+    d.group_overrides["g"] = GroupOverrides(share_assignment_interval_ms=60_000)
+    d.advance(10)
+    assert d.share_assignment(d.share_heartbeat("x", 0)) == {}
+    d.advance(SETTINGS.share_max_assignment_interval_ms)  # 60 s is held to the 15 s bound
+    assert d.share_assignment(d.share_heartbeat("x", d.members()["x"].member_epoch)) == {"t": [0]}
+
+
 # -- one group ID, one kind --------------------------------------------------------------------
 
 
@@ -345,7 +428,8 @@ def test_replaying_the_records_rebuilds_the_same_groups() -> None:
     for record in records:
         loaded.replay(record)
     original, rebuilt = d.shard.share_groups.group("g"), loaded.share_groups.group("g")
-    for attribute in ("group_epoch", "metadata_hash", "assignment_epoch", "members", "target"):
+    attributes = ("group_epoch", "metadata_hash", "assignment_epoch", "assignment_timestamp")
+    for attribute in (*attributes, "members", "target"):
         assert getattr(rebuilt, attribute) == getattr(original, attribute), attribute
     assert rebuilt.state_partitions == original.state_partitions
     assert loaded.share.describe("g") == d.shard.share.describe("g")
@@ -559,6 +643,11 @@ def test_settings_default_to_kafkas() -> None:
         200,
     )
     assert s.share_initialize_retry_interval_ms == 30_000
+    assert (
+        s.share_assignment_interval_ms,
+        s.share_min_assignment_interval_ms,
+        s.share_max_assignment_interval_ms,
+    ) == (1000, 0, 15_000)
 
 
 def test_a_join_writes_kafkas_records_in_kafkas_order() -> None:
