@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
