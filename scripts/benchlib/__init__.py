@@ -6,11 +6,12 @@ The modules, in the order a run uses them:
 * ``procstat``   — the machine, and a process's CPU time and RSS from ``/proc``;
 * ``wire``       — a tiny blocking Kafka client (startup probe, idle connections, Metadata);
 * ``brokers``    — both brokers as measured subprocesses (reusing ``tests/helpers``);
-* ``javatools``  — Kafka's ProducerPerformance, ConsumerPerformance and EndToEndLatency;
+* ``javatools``  — Kafka's ProducerPerformance, ConsumerPerformance, EndToEndLatency and
+  ShareConsumerPerformance (workload 11: four share consumers on one partition);
 * ``librdkafka`` — the confluent-kafka produce-then-group-consume workload, verified;
 * ``scale``      — 10,000 partitions and 1,000 idle connections;
 * ``rebalance``  — a 50-member consumer group joining and losing a member, both protocols;
-* ``results``    — samples, medians over rounds, ratios and targets;
+* ``results``    — samples, medians over rounds, ratios and targets, failed steps;
 * ``profiling``  — py-spy profiles of kpybroker for the targets it misses;
 * ``report``     — the printed table, ``docs/performance.md`` and its chart;
 * ``cli``        — the rounds, alternating the brokers.

@@ -6,6 +6,7 @@ scripts/bench --rounds 5 --output /tmp/perf
 scripts/bench --only transactions   # just workloads 6 and 7 (output: a temporary directory)
 scripts/bench --only security       # just workloads 8 and 9, over TLS and SASL_SSL
 scripts/bench --only groups         # just workload 10: a 50-member group, both protocols
+scripts/bench --only share          # just workload 11: 4 share consumers on one partition
 """
 
 from __future__ import annotations
@@ -177,8 +178,13 @@ def run_secured(
 def profile_misses(
     workloads: Workloads, results: Results, workdir: Path
 ) -> list[profiling.Profile]:
-    """Re-run each workload whose ratio target kpybroker missed, under py-spy."""
-    missed = {(r.metric.workload, r.metric.case) for r in results.missed() if r.metric.ratio_target}
+    """Re-run each workload whose ratio target kpybroker missed, under py-spy (not those
+    that failed on kpybroker: there is nothing to profile)."""
+    missed = {
+        (r.metric.workload, r.metric.case)
+        for r in results.missed()
+        if r.metric.ratio_target and r.kpybroker is not None
+    }
     steps = workloads.steps()
     wanted = [step for step in steps if (step.workload, step.case) in missed]
     if not wanted:
@@ -192,6 +198,7 @@ def profile_misses(
         for step in steps:
             if step.workload == WARM_UP:
                 step.run(broker, scratch)
+                done.add(step)  # some are prerequisites too (they create topics)
         for step in wanted:
             if step.prerequisite is not None and step.prerequisite not in done:
                 step.prerequisite.run(broker, scratch)
@@ -264,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for number in range(plan.rounds):
             brokers = run_round(number, plan, workloads, lib, work / f"round-{number}", results)
         print(report.text_table(results.rows()), flush=True)
+        if results.failures:
+            print(f"\n{report.failure_text(results.failures)}", flush=True)
         if args.no_profile:
             notes.append("Missed targets were not profiled (`--no-profile`).")
         elif profiling.py_spy() is None:

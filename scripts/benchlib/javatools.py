@@ -7,6 +7,13 @@
   ``fetch.*`` columns exclude the group join, so they measure the broker's fetch path.
 * ``EndToEndLatency`` (``kafka-e2e-latency.sh``): one record at a time, produce
   (acks as given) then consume it; percentiles in whole milliseconds, as it prints them.
+* ``ShareConsumerPerformance`` (``kafka-share-consumer-perf-test.sh``): ``--threads``
+  share consumers in one share group. Its own figure runs from before they subscribe to
+  after the last of them stops (each polls for up to 100 ms more), so it includes the
+  share group's join; with ``--show-detailed-stats --reporting-interval 1`` every
+  consumer prints a line at each poll that returns records, which gives the time of the
+  first and of the last delivery. ``ConfigCommand`` (``kafka-configs.sh``) sets the share
+  group's ``share.auto.offset.reset`` first.
 
 Client settings beyond the bootstrap address (a secured listener's, read_committed) reach the
 producer and consumer tools in a properties file, as an operator passes them.
@@ -14,10 +21,11 @@ producer and consumer tools in a properties file, as an operator passes them.
 
 from __future__ import annotations
 
+import datetime
 import re
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +38,8 @@ from tests.helpers.process import run_tool
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
 END_TO_END_LATENCY = "org.apache.kafka.tools.EndToEndLatency"
+SHARE_CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ShareConsumerPerformance"
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
 
 #: Every ConsumerPerformance run reads in a new group named with this prefix.
 GROUP_PREFIX = "bench-"
@@ -38,6 +48,25 @@ _NUMBER = r"([\d.]+)"
 PRODUCER_SUMMARY = re.compile(
     rf"(\d+) records sent, {_NUMBER} records/sec \({_NUMBER} MB/sec\), {_NUMBER} ms avg latency, "
     rf"{_NUMBER} ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
+)
+#: ShareConsumerPerformance's default ``--date-format``, as ``strptime`` reads it.
+SHARE_DATE_FORMAT = "%Y-%m-%d %H:%M:%S:%f"
+_DATE = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3})"
+#: start, end, MiB, MiB/s, records/s, records, ms: the share group's summary line, or
+#: (``--show-detailed-stats``) one consumer's progress line, which adds its number.
+SHARE_SUMMARY = re.compile(
+    rf"^{_DATE}, {_DATE}, {_NUMBER}, {_NUMBER}, {_NUMBER}, (\d+), (\d+)$", re.MULTILINE
+)
+SHARE_PROGRESS = re.compile(
+    rf"^{_DATE}, {_DATE}, {_NUMBER}, {_NUMBER}, {_NUMBER}, (\d+), (-?\d+) "
+    rf"for share consumer (\d+)$",
+    re.MULTILINE,
+)
+#: ``--show-consumer-stats``: what each consumer read in all.
+SHARE_CONSUMER_TOTAL = re.compile(
+    rf"^Share consumer (\d+) .*consumption metrics- {_DATE}, {_DATE}, {_NUMBER}, {_NUMBER}, "
+    rf"{_NUMBER}, (\d+), (\d+)$",
+    re.MULTILINE,
 )
 E2E_AVERAGE = re.compile(rf"Avg latency: {_NUMBER} ms")
 E2E_PERCENTILES = re.compile(r"Percentiles: 50th = (\d+), 99th = (\d+), 99.9th = (\d+)")
@@ -199,3 +228,149 @@ def end_to_end_latency(
         p99_ms=float(pct.group(2)),
         p999_ms=float(pct.group(3)),
     )
+
+
+def set_group_config(lib: Path, bootstrap: str, group: str, settings: Mapping[str, str]) -> None:
+    """``kafka-configs.sh --entity-type groups --entity-name <group> --alter --add-config``:
+    a group's own settings, before its members exist."""
+    out = run_perf_tool(
+        lib,
+        CONFIG_COMMAND,
+        [
+            "--bootstrap-server", bootstrap,
+            "--entity-type", "groups",
+            "--entity-name", group,
+            "--alter",
+            "--add-config", ",".join(f"{key}={value}" for key, value in settings.items()),
+        ],
+        60.0,
+    )  # fmt: skip
+    if f"Completed updating config for group {group}" not in out:
+        raise ToolError(f"ConfigCommand did not confirm the settings of group {group}:\n{out}")
+
+
+@dataclass(frozen=True)
+class ShareConsumerResult:
+    """A ShareConsumerPerformance run: what it read, its own figure (with the join), and the
+    span from the first delivery to any consumer to the last."""
+
+    records: int
+    mib: float
+    tool_records_per_s: float
+    #: When the consumers started, and the first and last deliveries to any of them
+    #: (seconds since the epoch, in the tool's whole milliseconds).
+    started_at: float
+    first_delivery_at: float
+    last_delivery_at: float
+    records_by_consumer: tuple[int, ...]
+
+    @property
+    def first_record_s(self) -> float:
+        return self.first_delivery_at - self.started_at
+
+    @property
+    def consume_s(self) -> float:
+        return max(self.last_delivery_at - self.first_delivery_at, 0.001)
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.consume_s
+
+    @property
+    def mib_per_s(self) -> float:
+        return self.mib / self.consume_s
+
+
+def _share_time(text: str) -> float:
+    """Seconds since the epoch of one of ShareConsumerPerformance's dates (local time)."""
+    return datetime.datetime.strptime(text, SHARE_DATE_FORMAT).timestamp()
+
+
+def run_share_tool(
+    lib: Path,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    consumers: int,
+    group: str,
+    timeout: float,
+    record_timeout_ms: int,
+    options: Sequence[str] = (),
+) -> tuple[str, tuple[str, ...]]:
+    """ShareConsumerPerformance: its output and the fields of its summary line.
+
+    ``record_timeout_ms`` (``--timeout``) bounds the whole read, not only the wait between
+    records: the tool interrupts its consumers that much (plus 100 ms) after they start,
+    and fails. A consumer without records for that long stops, and the tool then exits 0
+    with a warning and the count so far."""
+    out = run_perf_tool(
+        lib,
+        SHARE_CONSUMER_PERFORMANCE,
+        [
+            "--bootstrap-server", bootstrap,
+            "--topic", topic,
+            "--num-records", str(records),
+            "--group", group,
+            "--threads", str(consumers),
+            "--timeout", str(record_timeout_ms),
+            "--show-consumer-stats",
+            *options,
+        ],
+        timeout,
+    )  # fmt: skip
+    summaries = SHARE_SUMMARY.findall(out)
+    if not summaries:
+        raise ToolError(f"no summary line in ShareConsumerPerformance output:\n{out[-6000:]}")
+    return out, summaries[-1]
+
+
+def share_consumer_performance(
+    lib: Path,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    consumers: int,
+    group: str,
+    timeout: float,
+    record_timeout_ms: int = 60_000,
+) -> ShareConsumerResult:
+    """``consumers`` share consumers in ``group`` (whose settings are the caller's) read
+    ``records``, the whole topic; ToolError unless they read exactly that many.
+
+    The tool stops once the count is reached, counting every record of the polls that reach
+    it: each record goes to one consumer, so a count past the topic's records means the
+    broker delivered some twice (a record's acquisition lock, 30 s, never expires here)."""
+    out, summary = run_share_tool(
+        lib, bootstrap, topic, records, consumers, group, timeout, record_timeout_ms,
+        ["--show-detailed-stats", "--reporting-interval", "1"],
+    )  # fmt: skip
+    start, _end, mib, _mib_per_s, tool_rate, read, _ms = summary
+    if int(read) != records:
+        what = "some more than once" if int(read) > records else "timed out"
+        raise ToolError(
+            f"ShareConsumerPerformance read {int(read):,} records of the topic's {records:,} "
+            f"({what}; by consumer: {records_by_consumer(out, consumers)}):\n{out[-6000:]}"
+        )
+    first: dict[str, float] = {}
+    last = 0.0
+    for _since, at, *_figures, _count, _ms, consumer in SHARE_PROGRESS.findall(out):
+        when = _share_time(at)
+        first.setdefault(consumer, when)
+        last = max(last, when)
+    if not first:
+        raise ToolError(f"no progress lines in ShareConsumerPerformance output:\n{out[-6000:]}")
+    return ShareConsumerResult(
+        records=int(read),
+        mib=float(mib),
+        tool_records_per_s=float(tool_rate),
+        started_at=_share_time(start),
+        first_delivery_at=min(first.values()),
+        last_delivery_at=last,
+        records_by_consumer=records_by_consumer(out, consumers),
+    )
+
+
+def records_by_consumer(out: str, consumers: int) -> tuple[int, ...]:
+    """What each consumer read, from ``--show-consumer-stats``."""
+    totals = {m[0]: int(m[-2]) for m in SHARE_CONSUMER_TOTAL.findall(out)}
+    return tuple(totals.get(str(n), 0) for n in range(1, consumers + 1))

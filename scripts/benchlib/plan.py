@@ -73,6 +73,28 @@ class AbortedTopic:
 
 
 @dataclass(frozen=True)
+class ShareCase:
+    """Workload 11: ``consumers`` share consumers of one new share group read a 1-partition
+    topic of ``records`` from the earliest offset (ShareConsumerPerformance ``--threads``)."""
+
+    records: int
+    record_size: int
+    consumers: int
+
+    @property
+    def label(self) -> str:
+        return (
+            f"{self.records:,} x {format_size(self.record_size)}, 1 partition, "
+            f"{self.consumers} share consumers"
+        )
+
+    @property
+    def megabytes(self) -> float:
+        """Payload moved, in MB (10^6 bytes)."""
+        return self.records * self.record_size / 1e6
+
+
+@dataclass(frozen=True)
 class Plan:
     """Sizes of every workload of one run."""
 
@@ -111,6 +133,11 @@ class Plan:
     group_members: int
     group_partitions: int
     groups_per_round: int
+    #: Workload 11, and its runs per broker and round (a new share group each).
+    share_case: ShareCase
+    share_runs_per_round: int
+    #: Whether an unrecorded share-group run precedes workload 11 on each broker.
+    share_warmup: bool
 
     @property
     def scale_partitions(self) -> int:
@@ -152,6 +179,9 @@ FULL = Plan(
     group_members=50,
     group_partitions=100,
     groups_per_round=5,
+    share_case=ShareCase(200_000, 100, 4),
+    share_runs_per_round=3,
+    share_warmup=True,
 )
 
 QUICK = Plan(
@@ -181,6 +211,9 @@ QUICK = Plan(
     group_members=10,
     group_partitions=20,
     groups_per_round=1,
+    share_case=ShareCase(20_000, 100, 4),
+    share_runs_per_round=1,
+    share_warmup=False,
 )
 
 #: Workload 10: how often group members heartbeat, with either protocol (the classic
@@ -197,12 +230,18 @@ GROUP_HEARTBEAT_MS = 500
 #: with the minimum lowered as well; and their group's target assignment is computed as
 #: soon as its members change. kpybroker always does that; Kafka 4.4 by default computes
 #: it at most once a second (``group.consumer.assignment.interval.ms=1000``), which would
-#: add that wait to its figures.
+#: add that wait to its figures. Share groups (only workload 11 has any) get the same:
+#: with Kafka's defaults (``group.share.heartbeat.interval.ms=5000``,
+#: ``group.share.assignment.interval.ms=1000``) its share consumers got their partition
+#: 5 to 7 s after subscribing, and then read workload 11's 200,000 records in 1.5 s.
 COMMON_SETTINGS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "group.consumer.heartbeat.interval.ms": str(GROUP_HEARTBEAT_MS),
     "group.consumer.min.heartbeat.interval.ms": str(GROUP_HEARTBEAT_MS),
     "group.consumer.assignment.interval.ms": "0",
+    "group.share.heartbeat.interval.ms": str(GROUP_HEARTBEAT_MS),
+    "group.share.min.heartbeat.interval.ms": str(GROUP_HEARTBEAT_MS),
+    "group.share.assignment.interval.ms": "0",
 }
 
 #: Apache Kafka: what ``config/server.properties`` ships for one KRaft node, where it

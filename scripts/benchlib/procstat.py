@@ -8,13 +8,21 @@ difference across it. Memory is the resident set, ``VmRSS``.
 
 from __future__ import annotations
 
+import bisect
 import os
 import platform
 import re
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
+from types import TracebackType
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+#: Seconds between a ``CpuTrace``'s readings (the CPU times themselves are in clock ticks,
+#: 10 ms).
+TRACE_INTERVAL_S = 0.02
 
 
 def cpu_seconds(pid: int) -> float:
@@ -25,6 +33,62 @@ def cpu_seconds(pid: int) -> float:
     fields = text[text.rindex(")") + 2 :].split()
     utime, stime = int(fields[11]), int(fields[12])
     return (utime + stime) / CLOCK_TICKS
+
+
+class CpuTrace:
+    """A process's CPU seconds read every ``TRACE_INTERVAL_S`` on a thread while the block
+    runs, stamped with ``time.time()``: the CPU it used over a span that only a client
+    knows afterwards (from the dates a tool prints)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.times: list[float] = []
+        self.cpu: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-trace", daemon=True)
+
+    def _read(self) -> None:
+        try:
+            cpu = cpu_seconds(self.pid)
+        except OSError:  # the process has exited
+            return
+        self.times.append(time.time())
+        self.cpu.append(cpu)
+
+    def _run(self) -> None:
+        while not self._stop.wait(TRACE_INTERVAL_S):
+            self._read()
+
+    def __enter__(self) -> CpuTrace:
+        self._read()
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._read()
+
+    def at(self, when: float) -> float:
+        """CPU seconds at ``when`` (seconds since the epoch), interpolated between readings;
+        ValueError outside the trace."""
+        times = self.times
+        if not times or not times[0] <= when <= times[-1]:
+            raise ValueError(f"{when} is outside the trace")
+        i = bisect.bisect_left(times, when)
+        if times[i] == when:
+            return self.cpu[i]
+        t0, t1, c0, c1 = times[i - 1], times[i], self.cpu[i - 1], self.cpu[i]
+        return c0 + (c1 - c0) * (when - t0) / (t1 - t0)
+
+    def between(self, start: float, end: float) -> float:
+        """CPU seconds from ``start`` to ``end`` (seconds since the epoch)."""
+        return self.at(end) - self.at(start)
 
 
 def rss_bytes(pid: int) -> int:

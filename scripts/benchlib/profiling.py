@@ -44,6 +44,8 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("kpybroker/log/", "log: segments, indexes"),
     ("kpybroker/coordinator/", "group coordinator"),
     ("kpybroker/transaction_coordinator/", "transaction coordinator"),
+    ("kpybroker/share_partitions/", "share partitions: acquisition, acknowledgement"),
+    ("kpybroker/share_coordinator/", "share coordinator: share-group state"),
     ("kpybroker/", "kpybroker, other"),
     ("asyncio/", "event loop and socket I/O (uvloop, C)"),
     ("", "other Python"),

@@ -22,12 +22,13 @@ from benchlib.plan import (
     TOOL_JVM_OPTIONS,
     Plan,
 )
-from benchlib.procstat import Machine
+from benchlib.procstat import TRACE_INTERVAL_S, Machine
 from benchlib.profiling import SAMPLE_RATE, ImportProfile, Profile
 from benchlib.rebalance import POLL_PAUSE_S
 from benchlib.results import (
     KAFKA,
     KPYBROKER,
+    Failure,
     Results,
     Row,
     format_met,
@@ -67,8 +68,8 @@ def text_table(rows: Sequence[Row]) -> str:
                 m.workload,
                 m.case,
                 f"{m.name} ({m.unit})",
-                format_value(row.kpybroker),
-                format_value(row.kafka),
+                row.value_text(KPYBROKER),
+                row.value_text(KAFKA),
                 format_ratio(row),
                 m.target_text(),
                 format_met(row),
@@ -160,9 +161,38 @@ def markdown_table(rows: Sequence[Row]) -> list[str]:
         m = row.metric
         target = f"{m.target_text()} **{format_met(row)}**" if m.has_target else ""
         lines.append(
-            f"| {m.workload} | {m.case} | {m.name} ({m.unit}) | {format_value(row.kpybroker)} | "
-            f"{format_value(row.kafka)} | {format_ratio(row)} | {target} |"
+            f"| {m.workload} | {m.case} | {m.name} ({m.unit}) | {row.value_text(KPYBROKER)} | "
+            f"{row.value_text(KAFKA)} | {format_ratio(row)} | {target} |"
         )
+    return lines
+
+
+def with_unit(row: Row, broker: str) -> str:
+    """A broker's median with the metric's unit, or 'failed'."""
+    text = row.value_text(broker)
+    return text if text == "failed" else f"{text} {row.metric.unit}"
+
+
+#: Characters of a failure's message the terminal and the doc show, from its start (the
+#: messages put what matters first).
+FAILURE_EXCERPT = 10_000
+
+
+def failure_text(failures: Sequence[Failure]) -> str:
+    """The terminal's account of the failed steps, after the table."""
+    return "\n".join(
+        f"FAILED: {f.workload}, {f.case}, on {f.broker}:\n{f.message[:FAILURE_EXCERPT]}\n"
+        for f in failures
+    )
+
+
+def failure_lines(failures: Sequence[Failure]) -> list[str]:
+    """The doc's section on the failed steps (fenced with tildes: the messages quote logs)."""
+    lines: list[str] = []
+    for f in failures:
+        excerpt = f.message[:FAILURE_EXCERPT].replace("~~~", "~ ~ ~")
+        lines += [f"### {f.workload}, {f.case}, on {f.broker}", "", "~~~"]
+        lines += [*excerpt.splitlines(), "~~~", ""]
     return lines
 
 
@@ -173,7 +203,13 @@ def cpu_use_note(rows: Sequence[Row], missed: Row) -> str:
     cases = (m.case, f"{m.case}, {m.name.removesuffix(' throughput')}")
     for row in rows:
         r = row.metric
-        if r.name == "broker CPU use" and r.workload == m.workload and r.case in cases:
+        if (
+            r.name == "broker CPU use"
+            and r.workload == m.workload
+            and r.case in cases
+            and row.kpybroker is not None
+            and row.kafka is not None
+        ):
             return (
                 f" Meanwhile kpybroker kept {format_value(row.kpybroker)} cores busy and Kafka "
                 f"{format_value(row.kafka)}."
@@ -224,6 +260,7 @@ def settings_lines(settings: dict[str, str]) -> list[str]:
 
 def method_lines(info: RunInfo) -> list[str]:
     plan, txn, spec = info.plan, info.plan.txn_produce_case, info.plan.aborted_topic
+    share = plan.share_case
     durations = " and ".join(f"{d:,}" for d in plan.txn_durations_ms)
     secured_cases = "; ".join(case.label for case in plan.secured_cases)
     return [
@@ -328,6 +365,43 @@ def method_lines(info: RunInfo) -> list[str]:
         "get one unrecorded group of each "
         f"protocol; then {plan.groups_per_round} group(s) of each protocol per broker and "
         "round, each a raw sample. The broker's CPU time is read as below, over each phase.",
+        f"- Workload 11: a topic of one partition gets {share.records:,} records of "
+        f"{share.record_size} B from ProducerPerformance as in workload 1, unrecorded: in "
+        "the Java producer's 16 KiB batches, about 150 records each, which matters because "
+        "a broker hands share consumers whole batches and keeps at most "
+        "`group.share.partition.max.record.locks` (2,000) records in flight per partition "
+        "(librdkafka's batches of up to 10,000 records would leave one consumer at a time "
+        "any). "
+        "For each run, a new share group (KIP-932) is given `share.auto.offset.reset=earliest` "
+        "(`kafka-configs.sh --entity-type groups --entity-name <group> --alter --add-config`, "
+        "Kafka's `ConfigCommand`; a share group starts at the latest offset otherwise), then "
+        f"`ShareConsumerPerformance --threads {share.consumers} --num-records "
+        f"{share.records} --group <group>` reads the topic: {share.consumers} "
+        "KafkaShareConsumers in that group, every one assigned the one partition, each "
+        "acquiring batches of records from it (implicit acknowledgement, the default: a "
+        "poll accepts what the previous one returned). The tool's own figure (`nMsg.sec`, "
+        "shown without a target) runs from before the consumers subscribe until the last "
+        "has stopped, so it includes the join and up to 100 ms of the consumers' last "
+        "polls; the throughput figures run from the first record delivered to any consumer "
+        "to the last delivery, as its progress lines date them (`--show-detailed-stats "
+        "--reporting-interval 1`: one line per poll that returns records, in whole "
+        "milliseconds), and 'first record after subscribe' is the wait before. Share "
+        f"consumers heartbeat every {GROUP_HEARTBEAT_MS} ms and a share group's target "
+        "assignment is computed as soon as its members change, on both brokers (the "
+        "`group.share.*` settings above; with Kafka 4.4's defaults, 5 s and 1 s, its "
+        "consumers got their partition 5 to 7 s after subscribing). Kafka needs nothing "
+        "more: Kafka 4.4 formats a new cluster with `share.version=2`. "
+        + ("Each broker first gets one unrecorded share-group run. " if plan.share_warmup else "")
+        + f"{plan.share_runs_per_round} run(s) per broker and round, each a raw sample. "
+        "The run fails unless the tool reads exactly the topic's records: it stops at the "
+        "poll that reaches the count, counting all that poll returned, and each record goes "
+        "to one consumer, so a count beyond means a record delivered twice. "
+        "CPU per MB is over the tool's run, as for workload 2; CPU use is the broker's CPU "
+        "time from the first delivery to the last (read every "
+        f"{TRACE_INTERVAL_S * 1000:g} ms, interpolated) over that span. A "
+        "run that fails (the tool exits with an error, or reads fewer records) is reported "
+        "with the end of its output and of the broker's log under Failures, and the bench "
+        "goes on.",
         "- CPU per MB: the broker process's user + system CPU time (`/proc/<pid>/stat`, "
         "all threads) over the step, per MB (10^6 bytes) of record payload moved. CPU use: "
         "the same CPU time over the seconds the records were moving (as the client timed "
@@ -363,11 +437,17 @@ def write_doc(
         m = row.metric
         lines.append(
             f"- **Missed**: {m.workload}, {m.case}: {m.name} — kpybroker "
-            f"{format_value(row.kpybroker)} {m.unit}, Kafka {format_value(row.kafka)} {m.unit} "
+            f"{with_unit(row, KPYBROKER)}, Kafka {with_unit(row, KAFKA)} "
             f"({format_ratio(row)}; target {m.target_text()}).{cpu_use_note(rows, row)}"
         )
+    lines += [
+        f"- **Failed**: {f.workload}, {f.case}, on {f.broker}: {f.summary} (see Failures)."
+        for f in results.failures
+    ]
     lines += [*(f"- {note}" for note in notes), ""]
     lines += ["## Results", "", *markdown_table(rows), ""]
+    if results.failures:
+        lines += ["## Failures", "", *failure_lines(results.failures)]
     if chart is not None:
         lines += [f"![kpybroker's advantage over Kafka per metric]({chart.name})", ""]
     if profiles or imports:
@@ -407,7 +487,8 @@ def write_doc(
         *method_lines(info),
         "",
         "## Raw samples (one per round, in round order; workload 10: one per group, "
-        f"{info.plan.groups_per_round} per round)",
+        f"{info.plan.groups_per_round} per round; workload 11: one per share group, "
+        f"{info.plan.share_runs_per_round} per round)",
         "",
         "| Workload | Case | Metric | kpybroker | Kafka |",
         "|---|---|---|---|---|",

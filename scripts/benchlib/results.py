@@ -52,13 +52,38 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """A step that could not run against one broker in one round (only steps that allow it:
+    workload 11, while kpybroker's share groups are new); ``message`` says why."""
+
+    workload: str
+    case: str
+    broker: str
+    message: str
+
+    @property
+    def summary(self) -> str:
+        """The first line of the message."""
+        return self.message.strip().splitlines()[0] if self.message.strip() else "failed"
+
+
+@dataclass(frozen=True)
 class Row:
-    """One line of the results table."""
+    """One line of the results table; ``failed``: the brokers on which its step failed in a
+    round (a failed round adds no sample)."""
 
     metric: Metric
     kpybroker: float | None
     kafka: float | None
     samples: int
+    failed: frozenset[str] = frozenset()
+
+    def value_text(self, broker: str) -> str:
+        """A broker's median, or 'failed' when its step failed in every round."""
+        value = self.kpybroker if broker == KPYBROKER else self.kafka
+        if value is None and broker in self.failed:
+            return "failed"
+        return format_value(value)
 
     @property
     def ratio(self) -> float | None:
@@ -77,10 +102,13 @@ class Row:
 
     @property
     def met(self) -> bool | None:
-        """Whether kpybroker meets the metric's target; None when it has none."""
+        """Whether kpybroker meets the metric's target; None when it has none. A step that
+        failed on kpybroker in every round misses its targets."""
         metric, value = self.metric, self.kpybroker
-        if value is None or not metric.has_target:
+        if not metric.has_target:
             return None
+        if value is None:
+            return False if KPYBROKER in self.failed else None
         if metric.limit is not None:
             return value < metric.limit
         if self.kafka is None:
@@ -97,9 +125,18 @@ class Results:
         self.samples: dict[Metric, dict[str, list[float]]] = defaultdict(
             lambda: {KPYBROKER: [], KAFKA: []}
         )
+        self.failures: list[Failure] = []
 
     def add(self, metric: Metric, broker: str, value: float) -> None:
         self.samples[metric][broker].append(value)
+
+    def fail(self, workload: str, case: str, broker: str, message: str) -> None:
+        self.failures.append(Failure(workload, case, broker, message))
+
+    def failed_brokers(self, workload: str, case: str) -> frozenset[str]:
+        return frozenset(
+            f.broker for f in self.failures if (f.workload, f.case) == (workload, case)
+        )
 
     def rows(self) -> list[Row]:
         return [
@@ -108,6 +145,7 @@ class Results:
                 median_or_none(by_broker[KPYBROKER]),
                 median_or_none(by_broker[KAFKA]),
                 min(len(by_broker[KPYBROKER]), len(by_broker[KAFKA])),
+                self.failed_brokers(metric.workload, metric.case),
             )
             for metric, by_broker in self.samples.items()
         ]

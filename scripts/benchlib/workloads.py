@@ -7,21 +7,27 @@ both brokers in turn. Workloads 8 and 9 are workloads 1 and 2 over TLS and
 SASL_SSL (``secured``), against both brokers restarted with the security settings;
 issue 7's targets are for the plaintext workloads, so theirs are figures without targets.
 Workload 10 (``rebalance``) times a large consumer group's rebalances with each group
-protocol, as its members see them; it has no targets either.
+protocol, as its members see them; it has no targets either. Workload 11 reads one
+partition with four share consumers of a share group (KIP-932), with Kafka's
+ShareConsumerPerformance; it is the one step allowed to fail on a broker (kpybroker's
+share groups are new): the failure is recorded and reported, and the run goes on.
 """
 
 from __future__ import annotations
 
+import re
+import sys
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from benchlib import javatools, librdkafka, rebalance, scale
+from benchlib import javatools, librdkafka, procstat, rebalance, scale
 from benchlib.brokers import Measured, create_topics
-from benchlib.javatools import ConsumerResult, ProducerResult
-from benchlib.plan import GROUP_HEARTBEAT_MS, Plan, ProduceCase, format_size
+from benchlib.javatools import ConsumerResult, ProducerResult, ShareConsumerResult, ToolError
+from benchlib.plan import GROUP_HEARTBEAT_MS, Plan, ProduceCase, ShareCase, format_size
 from benchlib.results import Better, Metric, Results
 from benchlib.secured import (
     PLAINTEXT,
@@ -49,6 +55,7 @@ W7 = "7 ConsumerPerformance, read_committed"
 W8 = "8 ProducerPerformance, secured"
 W9 = "9 ConsumerPerformance, secured"
 W10 = "10 consumer group rebalance"
+W11 = "11 share-group consume"
 
 #: ``--only``'s names for the workloads: what each selects.
 SELECTIONS: dict[str, tuple[str, ...]] = {
@@ -60,6 +67,7 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
     "transactions": (W6, W7),
     "security": (W8, W9),
     "groups": (W10,),
+    "share": (W11,),
 }
 ALL_WORKLOADS: frozenset[str] = frozenset(w for ws in SELECTIONS.values() for w in ws)
 #: The workloads run against the brokers restarted with the security settings.
@@ -72,6 +80,20 @@ MB = 1e6
 
 #: Workload 10's topic, shared by all its groups.
 GROUP_TOPIC = "groups"
+
+#: Workload 11's topic (one partition), read by every share group of a round, and the
+#: prefix of those groups' names (a new group per run).
+SHARE_TOPIC = "share"
+SHARE_GROUP_PREFIX = "bench-share-"
+#: Each share group's own settings, set before its consumers start: a share group starts
+#: at the latest offset by default (share consumers have no ``auto.offset.reset``).
+SHARE_GROUP_SETTINGS = {"share.auto.offset.reset": "earliest"}
+#: What a failure quotes: the end of the tool's account, and the broker's log lines during
+#: the run that match ``PROBLEM`` (the last of them), each cut to ``FAILURE_LINE_CHARS``.
+FAILURE_TOOL_CHARS = 3000
+FAILURE_LOG_LINES = 40
+FAILURE_LINE_CHARS = 400
+PROBLEM = re.compile(r"\b(WARN|WARNING|ERROR|CRITICAL|FATAL)\b|Traceback|Exception")
 
 #: What a step does against one broker, recording into the results.
 StepRun = Callable[[Measured, Results], None]
@@ -157,6 +179,71 @@ def record_consumer(
     record_cpu(results, workload, case, broker, cpu_seconds, active, megabytes)
 
 
+def record_share(
+    results: Results,
+    case: ShareCase,
+    broker: str,
+    result: ShareConsumerResult,
+    cpu_seconds: float,
+    consuming_cpu_seconds: float,
+) -> None:
+    """A ShareConsumerPerformance run's figures: throughput from the first record delivered
+    to any consumer to the last (the issue's target: >= 1.0x on records/s), the time to the
+    first record, the tool's own figure, which includes that wait, and how many of the
+    consumers got records. CPU per MB is over the tool's run, as for ConsumerPerformance; CPU
+    use is over the deliveries alone (measured apart: the join, seconds of it on a cold
+    Kafka, would not count in their time)."""
+    name = case.label
+    for metric, value in (
+        (Metric(W11, name, "consume throughput", "records/s", Better.HIGHER, ratio_target=True),
+         result.records_per_s),
+        (Metric(W11, name, "consume throughput", "MB/s", Better.HIGHER), result.mib_per_s),
+        (Metric(W11, name, "first record after subscribe", "ms", Better.LOWER),
+         result.first_record_s * 1000),
+        (Metric(W11, name, "tool's nMsg.sec, with the join", "records/s", Better.HIGHER),
+         result.tool_records_per_s),
+        (Metric(W11, name, "consumers that got records", "of " + str(case.consumers),
+                Better.HIGHER),
+         sum(1 for n in result.records_by_consumer if n)),
+    ):  # fmt: skip
+        results.add(metric, broker, value)
+    results.add(
+        Metric(W11, name, "broker CPU per MB", "ms/MB", Better.LOWER),
+        broker,
+        cpu_seconds * 1000 / case.megabytes,
+    )
+    results.add(
+        Metric(W11, name, "broker CPU use", "cores", Better.LOWER),
+        broker,
+        consuming_cpu_seconds / result.consume_s,
+    )
+
+
+def share_failure(broker: Measured, error: ToolError, log_mark: int) -> str:
+    """A failed workload 11 run, for the report: what went wrong in one line, the end of the
+    tool's account, whether the broker still runs, and its warnings and errors (or, without
+    any, its last lines) during the run."""
+    text = str(error).strip()
+    lines = text.splitlines()
+    cause = lines[0] if lines else "failed"
+    if cause.endswith(" failed"):  # the tool exited with an error: say which
+        cause = next((line.strip() for line in lines if "Exception:" in line), cause)
+    state = "still running" if broker.is_running else "NOT RUNNING any more"
+    logged = broker.log_text()[log_mark:].splitlines()
+    problems = [line for line in logged if PROBLEM.search(line)]
+    shown = problems[-FAILURE_LOG_LINES:] or logged[-FAILURE_LOG_LINES // 4 :]
+    which = "warnings and errors" if problems else "last lines"
+    return "\n".join(
+        [
+            cause,
+            f"--- the tool (end of its account) ---\n{text[-FAILURE_TOOL_CHARS:]}",
+            f"--- {broker.label} is {state}; its {which} during the run "
+            f"({len(shown)} of {len(logged)} lines) ---",
+            *(line[:FAILURE_LINE_CHARS] for line in shown),
+        ]
+    )
+
+
 def secured_case(listener: Listener, case: ProduceCase) -> str:
     """Workloads 8 and 9's case: the listener, then workload 1's case."""
     return f"{listener.label}, {case.label}"
@@ -182,8 +269,8 @@ class Workloads:
         self.selected = selected
 
     def steps(self) -> list[Step]:
-        """Warm-up, then workloads 1 to 4, 6, 7 and 10 as selected, in the order the rounds
-        run them (a selected step's prerequisite is always selected with it)."""
+        """Warm-up, then workloads 1 to 4, 6, 7, 10 and 11 as selected, in the order the
+        rounds run them (a selected step's prerequisite is always selected with it)."""
         plan, chosen = self.plan, self.selected
         steps = [Step(WARM_UP, "", self.warm_up)] if plan.warmup_records else []
         for index, case in enumerate(plan.produce_cases):
@@ -213,6 +300,10 @@ class Workloads:
             for protocol in rebalance.PROTOCOLS:
                 case = self.group_case(protocol)
                 steps.append(Step(W10, case, self.group_step(protocol, case), groups))
+        if W11 in chosen:
+            preload = Step(WARM_UP, "share groups", self.warm_up_share)
+            steps.append(preload)
+            steps.append(Step(W11, plan.share_case.label, self.share_step, preload))
         return steps
 
     def secured_steps(self, credentials: Credentials) -> list[Step]:
@@ -522,6 +613,68 @@ class Workloads:
                     )
 
         return run
+
+    # -- workload 11 ----------------------------------------------------------------
+
+    def share_consume(self, broker: Measured) -> tuple[ShareConsumerResult, float, float]:
+        """A new share group, starting at the earliest offset, reads workload 11's topic with
+        ShareConsumerPerformance. Returns its result, the broker's CPU seconds over the
+        tool's run (its JVM's start included; the group's settings are made before), and
+        those from the first delivery to the last."""
+        case = self.plan.share_case
+        group = f"{SHARE_GROUP_PREFIX}{uuid.uuid4().hex[:12]}"
+        javatools.set_group_config(self.lib, broker.bootstrap, group, SHARE_GROUP_SETTINGS)
+        with procstat.CpuTrace(broker.pid) as trace:
+            result, cpu = with_cpu(
+                broker,
+                lambda: javatools.share_consumer_performance(
+                    self.lib,
+                    broker.bootstrap,
+                    SHARE_TOPIC,
+                    case.records,
+                    case.consumers,
+                    group,
+                    TOOL_TIMEOUT_S,
+                ),
+            )
+        return result, cpu, trace.between(result.first_delivery_at, result.last_delivery_at)
+
+    def warm_up_share(self, broker: Measured, _results: Results) -> None:
+        """Unrecorded, before workload 11: its topic of one partition, filled by
+        ProducerPerformance as in workload 1; then (full plan) one share group reads it, so
+        that the measured runs pay for neither creating ``__share_group_state`` nor, on
+        Kafka, compiling the share paths. A failure of that run is left to the measured step
+        to record.
+
+        The producer's batches matter: a broker hands a share consumer whole batches, and
+        keeps at most ``share.partition.max.record.locks`` (2,000) records in flight per
+        partition. The Java producer's 16 KiB batches (about 150 records of 100 B) leave
+        room for a dozen in flight, shared by the four consumers; librdkafka's (up to 10,000
+        records) would leave one, for one consumer at a time."""
+        case = self.plan.share_case
+        spec = ProduceCase(case.records, case.record_size, 1)
+        self.run_producer(broker, spec, SHARE_TOPIC)
+        if self.plan.share_warmup:
+            try:
+                self.share_consume(broker)
+            except ToolError as exc:
+                first = str(exc).strip().splitlines()[0]
+                print(f"share-group warm-up failed on {broker.label}: {first}", file=sys.stderr)
+
+    def share_step(self, broker: Measured, results: Results) -> None:
+        """``share_runs_per_round`` new share groups read the topic, one after the other, each
+        a sample of every figure. A run that fails (the tool exits with an error, or reads
+        other than the topic's records) is recorded as a failure, with the broker's log
+        meanwhile, and ends the step."""
+        case = self.plan.share_case
+        for _ in range(self.plan.share_runs_per_round):
+            log_mark = len(broker.log_text())
+            try:
+                result, cpu, consuming_cpu = self.share_consume(broker)
+            except ToolError as exc:
+                results.fail(W11, case.label, broker.label, share_failure(broker, exc, log_mark))
+                return
+            record_share(results, case, broker.label, result, cpu, consuming_cpu)
 
     # -- workload 5 -----------------------------------------------------------------
 

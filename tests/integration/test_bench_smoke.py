@@ -29,6 +29,7 @@ WORKLOADS = (
     "8 ProducerPerformance, secured",
     "9 ConsumerPerformance, secured",
     "10 consumer group rebalance",
+    "11 share-group consume",
 )
 
 
