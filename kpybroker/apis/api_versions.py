@@ -3,9 +3,15 @@
 v0-2 have an empty request; v3 added the client's software name and version
 (checked against Kafka's pattern, INVALID_REQUEST otherwise) and made the
 message flexible and added the features; v4 only lets features with a
-minimum of 0 be listed. The response always travels with header v0 (see
-protocol/framing.py). A request newer than v4 is answered in dispatch,
-before it gets here.
+minimum of 0 be listed; v5 (KIP-1242) lets the client name the cluster and
+the node it means to reach, both or neither (INVALID_REQUEST otherwise): a
+request naming another cluster id or another node id is answered
+REBOOTSTRAP_REQUIRED, with no APIs, so that the client goes back to its
+bootstrap servers. As in Kafka, only a request the broker handles is checked:
+on a SASL listener the ApiVersions before authentication (Kafka's
+``SaslServerAuthenticator``) is answered without that check. The response
+always travels with header v0 (see protocol/framing.py). A request newer than
+v5 is answered in dispatch, before it gets here.
 
 The features: ``transaction.version`` (levels 0-2; 2 is KIP-890's epoch
 bump at every transaction and implicit partition addition), finalized at the
@@ -54,6 +60,9 @@ FEATURES_FROM = 3
 MIN_LEVEL_0_FROM = 4
 #: The finalized levels come from the static config: they never change while it runs.
 FINALIZED_FEATURES_EPOCH = 0
+#: Where the request may name the cluster and node it is meant for (KIP-1242).
+TARGET_FROM = 5
+NO_NODE_ID = -1
 
 
 GROUP_VERSION = "group.version"
@@ -74,16 +83,40 @@ def advertised_versions(excluded: frozenset[int] = frozenset()) -> list[ApiVersi
     ]
 
 
-@api(api_versions, 0, 4)
-async def handle_api_versions(
-    ctx: RequestContext, request: ApiVersionsRequest
-) -> ApiVersionsResponse:
+def refusal(ctx: RequestContext, request: ApiVersionsRequest, check_target: bool) -> ErrorCode:
+    """Kafka's ``ApiVersionsRequest.isValid`` (INVALID_REQUEST), then, when
+    ``check_target``, whether the request is meant for this cluster and node."""
+    if ctx.api_version >= TARGET_FROM and (request.cluster_id is None) != (
+        request.node_id == NO_NODE_ID
+    ):
+        return ErrorCode.INVALID_REQUEST
     if ctx.api_version >= 3 and not (
         SOFTWARE_NAME.fullmatch(request.client_software_name or "")
         and SOFTWARE_NAME.fullmatch(request.client_software_version or "")
     ):
+        return ErrorCode.INVALID_REQUEST
+    if check_target and ctx.api_version >= TARGET_FROM and request.cluster_id is not None:
+        cluster = ctx.services.cluster
+        if request.cluster_id != cluster.cluster_id or request.node_id != cluster.broker_id:
+            return ErrorCode.REBOOTSTRAP_REQUIRED
+    return ErrorCode.NONE
+
+
+async def answer_before_authentication(
+    ctx: RequestContext, request: ApiVersionsRequest
+) -> ApiVersionsResponse:
+    """ApiVersions on a SASL listener before authentication: no cluster or node check."""
+    return await handle_api_versions(ctx, request, check_target=False)
+
+
+@api(api_versions, 0, 5)
+async def handle_api_versions(
+    ctx: RequestContext, request: ApiVersionsRequest, *, check_target: bool = True
+) -> ApiVersionsResponse:
+    error = refusal(ctx, request, check_target)
+    if error:
         # Kafka's error response lists no APIs; librdkafka then retries with v0.
-        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+        return ApiVersionsResponse(error_code=error)
     consumer_protocol = consumer_protocol_enabled(ctx)
     excluded = frozenset() if consumer_protocol else CONSUMER_PROTOCOL_APIS
     if not share_groups_enabled(ctx):

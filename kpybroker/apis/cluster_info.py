@@ -3,7 +3,12 @@ newer ways of asking what Metadata answers.
 
 DescribeCluster versions: 0 is flexible and gives the cluster id, the controller and
 the brokers on the listener the request came in on; 1 adds the endpoint type (a
-broker answers for brokers only, as in Kafka: controllers have their own endpoint).
+broker answers for brokers only, as in Kafka: controllers have their own endpoint);
+2 (KIP-1073) lets the client ask for fenced brokers too, and marks each broker
+fenced or not. Kafka's fenced brokers are registered brokers the controller does not
+let lead (they stopped heartbeating, or are starting); kpybroker's registrations are
+ephemeral, so a broker that is not live is not registered at all: every broker
+listed is unfenced, and asking for fenced brokers adds none.
 
 DescribeTopicPartitions version 0 is flexible. Topics come in name order, and one
 answer holds at most ``response_partition_limit`` partitions (capped by
@@ -45,7 +50,7 @@ from kpybroker.topic_admin import Topic
 BROKER_ENDPOINT = 1
 
 
-@api(describe_cluster, 0, 1)
+@api(describe_cluster, 0, 2)
 async def handle_describe_cluster(
     ctx: RequestContext, request: DescribeClusterRequest
 ) -> DescribeClusterResponse:
@@ -62,7 +67,9 @@ async def handle_describe_cluster(
         return response
     response.controller_id = services.cluster.controller_id()
     response.brokers = [
-        DescribeClusterBroker(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+        DescribeClusterBroker(
+            broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack, is_fenced=False
+        )
         for b in services.cluster.live_brokers(ctx.listener)
     ]
     if request.include_cluster_authorized_operations:

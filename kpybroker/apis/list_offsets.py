@@ -3,7 +3,7 @@
 Versions: 0 (old-style offset arrays) is gone in Kafka 4; 1 returns one
 offset and its timestamp; 2 adds the isolation level; 4 leader epochs; 6 is
 flexible; 7 adds the max-timestamp query (-3); 8 earliest-local (-4); 9
-latest-tiered (-5); 10 a timeout.
+latest-tiered (-5); 10 a timeout; 11 earliest-pending-upload (-6, KIP-1023).
 
 Only a consumer (``replica_id`` -1) is bounded by the high watermark: a
 follower, or a debugging tool (-2), asking for -1 gets the log end offset (a
@@ -17,7 +17,9 @@ the last stable offset, and a record found by time at or past it is not answered
 Special timestamps: -1 latest (the high watermark, or the last stable offset
 under read_committed), -2 earliest (the log start), -3 the record with the
 largest timestamp, -4 the earliest local offset (the log start: all data is
-local), -5 the latest tiered offset (-1: nothing is tiered). Any other value
+local), -5 the latest tiered offset and -6 the earliest offset not yet uploaded to
+tiered storage (both -1, as Kafka answers for a topic without remote storage:
+nothing is tiered here). Any other value
 finds the first record whose timestamp is at least that value, through the
 time index. Another negative value, or a special one older than the
 request's version, is UNSUPPORTED_VERSION; a partition named twice in one
@@ -44,8 +46,16 @@ from kpybroker.protocol.messages.list_offsets import (
 from kpybroker.security.acls.model import AclOperation, ResourceType
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+EARLIEST_PENDING_UPLOAD = -6
 #: The first version that knows each special timestamp.
-NEEDS_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
+NEEDS_VERSION = {
+    LATEST: 0,
+    EARLIEST: 0,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL: 8,
+    LATEST_TIERED: 9,
+    EARLIEST_PENDING_UPLOAD: 11,
+}
 CONSUMER_REPLICA_ID = -1
 READ_COMMITTED = 1
 NOT_FOUND = (-1, -1)
@@ -71,8 +81,8 @@ def lookup(partition, timestamp: int, consumer: bool, committed: bool = False) -
         return -1, last_fetchable
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log.log_start_offset
-    if timestamp == LATEST_TIERED:
-        return -1, -1
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return NOT_FOUND
     if timestamp == MAX_TIMESTAMP:
         found = log.max_timestamp_and_offset()
     else:
@@ -82,7 +92,7 @@ def lookup(partition, timestamp: int, consumer: bool, committed: bool = False) -
     return found
 
 
-@api(list_offsets, 1, 10)
+@api(list_offsets, 1, 11)
 async def handle_list_offsets(
     ctx: RequestContext, request: ListOffsetsRequest
 ) -> ListOffsetsResponse:

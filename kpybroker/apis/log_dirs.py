@@ -1,7 +1,11 @@
 """DescribeLogDirs (key 35): this broker's log directories and the partitions in each.
 
 Versions: 0 is gone in Kafka 4; 1 is the same wire; 2 is flexible; 3 adds a
-top-level error code; 4 adds each directory's total and usable bytes.
+top-level error code; 4 adds each directory's total and usable bytes; 5 (KIP-1066)
+whether each directory is cordoned: named in ``cordoned.log.dirs`` (``*``: all of
+them), as the broker's config stands now (a dynamic per-broker change included).
+Kafka keeps new partitions out of cordoned directories; kpybroker only reports
+them (placement ignores the setting).
 
 Sizes are the partitions' real bytes on disk (all segments). The offset lag is
 Kafka's ``max(high watermark - log end offset, 0)`` for a current replica: 0 on a
@@ -19,6 +23,7 @@ from pathlib import Path
 
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import api
+from kpybroker.config import BrokerConfig
 from kpybroker.log.partition_log import PartitionLog
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import describe_log_dirs
@@ -36,7 +41,18 @@ def offset_lag(plog: PartitionLog) -> int:
     return max(plog.high_watermark - plog.log_end_offset, 0)
 
 
-def dir_result(log_dir: Path, logs: list[tuple[str, int, PartitionLog]]) -> DescribeLogDirsResult:
+ALL_DIRS = "*"
+
+
+def cordoned_dirs(config: BrokerConfig) -> tuple[set[Path], bool]:
+    """The directories ``cordoned.log.dirs`` names (resolved), and whether it says all."""
+    named = config.get("cordoned.log.dirs") or ()
+    return {Path(d).resolve() for d in named if d != ALL_DIRS}, ALL_DIRS in named
+
+
+def dir_result(
+    log_dir: Path, logs: list[tuple[str, int, PartitionLog]], cordoned: bool = False
+) -> DescribeLogDirsResult:
     by_topic: dict[str, list[DescribeLogDirsPartition]] = defaultdict(list)
     for topic, index, plog in sorted(logs, key=lambda item: item[:2]):
         by_topic[topic].append(
@@ -50,10 +66,11 @@ def dir_result(log_dir: Path, logs: list[tuple[str, int, PartitionLog]]) -> Desc
         topics=[DescribeLogDirsTopic(name=t, partitions=p) for t, p in by_topic.items()],
         total_bytes=usage.total,
         usable_bytes=usage.free,
+        is_cordoned=cordoned,
     )
 
 
-@api(describe_log_dirs, 1, 4)
+@api(describe_log_dirs, 1, 5)
 async def handle_describe_log_dirs(
     ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> DescribeLogDirsResponse:
@@ -71,4 +88,10 @@ async def handle_describe_log_dirs(
     for (topic, index), plog in logs:
         if wanted is None or (topic, index) in wanted:
             per_dir[logs.log_dir_of(topic, index)].append((topic, index, plog))
-    return DescribeLogDirsResponse(results=[dir_result(d, found) for d, found in per_dir.items()])
+    cordoned, all_cordoned = cordoned_dirs(ctx.services.config())
+    return DescribeLogDirsResponse(
+        results=[
+            dir_result(d, found, all_cordoned or d.resolve() in cordoned)
+            for d, found in per_dir.items()
+        ]
+    )

@@ -5,7 +5,10 @@ does (and an empty one none); v1 adds racks, the controller and is_internal;
 v2 the cluster ID; v4 lets the client forbid auto-creation (before v4 it is
 always allowed); v5 offline replicas; v7 leader epochs; v8 authorized
 operations; v9 is flexible; v10 topic IDs (v10+ may ask by ID); v11 drops
-cluster authorized operations; v12 lets a topic name be null in answers.
+cluster authorized operations; v12 lets a topic name be null in answers; v13
+adds a top-level error code (KIP-1102). Kafka sets that code only in the answer
+it makes of an exception (``MetadataRequest.getErrorResponse``), never on the
+way it answers a request it can handle, so it is always NONE here too.
 
 Auto-creation follows ``auto.create.topics.enable`` and ``num.partitions``.
 The topic is created before the answer, so the answer already has its
@@ -150,7 +153,7 @@ async def requested_topics(
         yield MISSING, topic
 
 
-@api(metadata, 0, 12)
+@api(metadata, 0, 13)
 async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     services = ctx.services
     include_operations = request.include_topic_authorized_operations

@@ -16,10 +16,19 @@ when ``transaction.partition.verification.enable`` is on. A failed add or
 verification answers every partition: retriable failures as
 COORDINATOR_NOT_AVAILABLE (Kafka's group coordinator turns the
 NOT_ENOUGH_REPLICAS of the verification into that), fencing and
-INVALID_TXN_STATE as they are. 6 names topics by ID and is not implemented.
+INVALID_TXN_STATE as they are. 6 (KIP-1319) names topics by ID instead of
+name, in the request and the answer (an ID the metadata does not have is
+UNKNOWN_TOPIC_ID), and is told the coordinator's errors as they are: a member
+committing to a group that does not exist gets GROUP_ID_NOT_FOUND and a
+consumer group member at another epoch STALE_MEMBER_EPOCH, where older
+versions get ILLEGAL_GENERATION for both (Kafka's ``OffsetMetadataManager``
+maps them so by version; here the coordinator answers as for v6 and this
+handler maps them back for older versions).
 
 As in Kafka's request handler, partitions of unknown topics are answered
-UNKNOWN_TOPIC_OR_PARTITION here and never reach the coordinator.
+UNKNOWN_TOPIC_OR_PARTITION here and never reach the coordinator. Topics named
+by ID (v6) are given their names here, after the transactional ID and group
+are authorized and before the topics are, and the coordinator sees names.
 
 Authorization, as Kafka's handler, before any of that: WRITE on the
 transactional id, then READ on the group (every partition asked for is
@@ -49,6 +58,9 @@ from kpybroker.transaction_coordinator.shard import ProducerIdAndEpoch
 LOAD_IN_PROGRESS_FROM = 2
 ABORTABLE_FROM = 4
 IMPLICIT_ADD_FROM = 5
+TOPIC_IDS_FROM = 6
+#: The coordinator's errors that versions before 6 are told as ILLEGAL_GENERATION.
+GROUP_ERRORS_FROM = 6
 
 
 async def offsets_partition_error(
@@ -79,16 +91,33 @@ def refusal(ctx: RequestContext, request: TxnOffsetCommitRequest) -> ErrorCode:
     return ErrorCode.NONE
 
 
-@api(txn_offset_commit, 0, 5)
+def older_error(error: int, request: TxnOffsetCommitRequest) -> int:
+    """What a client before v6 is told for the coordinator's ``error`` (as for v6).
+
+    Kafka answers ILLEGAL_GENERATION for a member's commit to a group it does not
+    have (a share group's ID is that too), and for a stale member epoch; without
+    a member (generation -1) a group it cannot use stays GROUP_ID_NOT_FOUND.
+    """
+    if error == ErrorCode.STALE_MEMBER_EPOCH:
+        return ErrorCode.ILLEGAL_GENERATION
+    if error == ErrorCode.GROUP_ID_NOT_FOUND and request.generation_id_or_member_epoch >= 0:
+        return ErrorCode.ILLEGAL_GENERATION
+    return error
+
+
+@api(txn_offset_commit, 0, 6)
 async def handle_txn_offset_commit(
     ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse:
-    answers = PartitionErrors(TxnOffsetCommitResponseTopic, TxnOffsetCommitResponsePartition)
+    by_id = ctx.api_version >= TOPIC_IDS_FROM
+    answers = PartitionErrors(
+        TxnOffsetCommitResponseTopic, TxnOffsetCommitResponsePartition, by_id=by_id
+    )
     refused = refusal(ctx, request)
     if refused:
         answers.add_all(request.topics, refused)
         return TxnOffsetCommitResponse(topics=answers.result())
-    answer_refused_and_unknown(ctx, request, answers)
+    answer_refused_and_unknown(ctx, request, answers, by_id=by_id)
     if request.topics:
         error = await offsets_partition_error(ctx, request)
         if error:
@@ -96,9 +125,13 @@ async def handle_txn_offset_commit(
         else:
             response = await ctx.services.groups.commit_transactional_offsets(request)
             answers.merge(response.topics)
-    if ctx.api_version < LOAD_IN_PROGRESS_FROM:
-        for topic in answers.topics.values():
-            for p in topic.partitions:
-                if p.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-                    p.error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    for topic in answers.topics.values():
+        for p in topic.partitions:
+            if ctx.api_version < GROUP_ERRORS_FROM:
+                p.error_code = older_error(p.error_code, request)
+            if (
+                ctx.api_version < LOAD_IN_PROGRESS_FROM
+                and p.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            ):
+                p.error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
     return TxnOffsetCommitResponse(topics=answers.result())

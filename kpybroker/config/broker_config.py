@@ -29,6 +29,7 @@ from kpybroker.config.core import (
 )
 from kpybroker.config.properties import parse_override, read_properties
 from kpybroker.config.topic_table import TOPIC_CONFIGS
+from kpybroker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -400,6 +401,29 @@ class BrokerConfig:
         self._validate_compaction_lag()
         self._validate_replica_fetch()
         self._validate_listeners()
+        self._validate_cordoned_log_dirs()
+
+    def _validate_cordoned_log_dirs(self) -> None:
+        """KafkaConfig.validateCordonedLogDirs: ``*`` alone, or entries of log.dirs (log.dir)
+        as written there. Scala's ``require``, so a client changing it is told INVALID_REQUEST."""
+        cordoned = self.get_list("cordoned.log.dirs") or ()
+        if "*" in cordoned:
+            if len(cordoned) != 1:
+                raise RequirementFailed(
+                    "cordoned.log.dirs",
+                    "When cordoned.log.dirs is set to *, it must not contain other values",
+                )
+            return
+        configured = self.get_list("log.dirs")
+        if configured is None:
+            configured = self.get_list("log.dir") or ()
+        missing = [d for d in cordoned if d not in configured]
+        if missing:
+            raise RequirementFailed(
+                "cordoned.log.dirs",
+                "All entries in cordoned.log.dirs must be present in log.dirs or log.dir. "
+                f"Missing entries : {','.join(missing)}",
+            )
 
     def _validate_compaction_lag(self) -> None:
         min_lag = self.get_int("log.cleaner.min.compaction.lag.ms")
@@ -478,6 +502,15 @@ _DEFAULT_TEXTS: dict[str, str] = {
     for name, key in BROKER_CONFIGS.items()
     if (text := key.to_text(key.default)) is not None
 }
+
+
+class RequirementFailed(ConfigError):
+    """A rule Kafka's config checks with Scala's ``require``: an IllegalArgumentException,
+    which a client altering the config is told as INVALID_REQUEST, not INVALID_CONFIG."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(key, f"requirement failed: {message}")
+        self.code = ErrorCode.INVALID_REQUEST
 
 
 def _populate_id_synonyms(props: dict[str, str]) -> dict[str, str]:

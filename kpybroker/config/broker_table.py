@@ -359,9 +359,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               kafka_default="/tmp/kafka-logs",
               doc="Data directory (or comma-separated directories) used when log.dirs is unset. "
                   "kpybroker defaults to ./kpybroker-data (Kafka: /tmp/kafka-logs)."),
-    ConfigKey("cordoned.log.dirs", LIST, (), MEDIUM, mode=PER_BROKER,
+    ConfigKey("cordoned.log.dirs", LIST, (), MEDIUM, mode=PER_BROKER, enforced=True,
               doc="Log directories (from log.dirs or log.dir, or * for all) that take no new "
-                  "partitions. kpybroker accepts this and ignores it."),
+                  "partitions. kpybroker reports them as cordoned (DescribeLogDirs v5) but "
+                  "still places new partitions in them."),
     ConfigKey("log.segment.bytes", INT, 1_073_741_824, HIGH, valid=Range(1_048_576),
               mode=CLUSTER_WIDE, enforced=True,
               doc="Largest size of one segment file; the active segment is rolled before it "

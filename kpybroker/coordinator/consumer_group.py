@@ -280,8 +280,13 @@ class ConsumerGroup:
         transactional: bool = False,
     ) -> None:
         """Kafka's ``ConsumerGroup.validateOffsetCommit``: the member's current epoch, or an
-        outsider (epoch -1) while the group is empty."""
+        outsider (epoch -1) while the group is empty. A ``transactional`` commit
+        (TxnOffsetCommit) naming no member at all is accepted in any state, as Kafka's
+        does since KAFKA-18060: versions before 3 cannot name one, and the producer's
+        older ``sendOffsetsToTransaction`` does not."""
         if member_epoch < 0 and not self.members:
+            return
+        if transactional and member_epoch == -1 and not member_id and instance_id is None:
             return
         member = self.member(member_id)
         if member.uses_classic_protocol:

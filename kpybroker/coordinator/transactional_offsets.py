@@ -12,7 +12,11 @@ partition replays the same records and markers (``loader``), so pending
 offsets survive a restart or a move of the coordinator as pending.
 
 Validation follows Kafka's ``validateTransactionalOffsetCommit`` (KIP-447
-since v3: the member and generation are checked when given). The producer's
+since v3: the member and generation are checked when given), for classic and
+consumer (KIP-848) groups alike. Its errors are TxnOffsetCommit v6's
+(GROUP_ID_NOT_FOUND for a member's commit to a group that does not exist,
+STALE_MEMBER_EPOCH for a consumer group member at another epoch); the request
+handler tells older versions ILLEGAL_GENERATION instead, as Kafka does. The producer's
 epoch is checked by the log when the batch is appended (INVALID_PRODUCER_EPOCH
 for a fenced one), as Kafka's coordinator origin is.
 """
@@ -27,7 +31,9 @@ from kpybroker.coordinator.committed_offsets import (
     PartitionErrors,
     fail_partitions,
     java_length,
+    topic_id_of,
 )
+from kpybroker.coordinator.consumer_group import ConsumerGroup
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.group import ClassicGroup
 from kpybroker.coordinator.interface import Effects, Token
@@ -41,6 +47,10 @@ from kpybroker.protocol.messages.txn_offset_commit import (
 )
 
 log = logging.getLogger(__name__)
+
+#: A consumer group checks a transactional commit the same at every version (the
+#: version only decides which OffsetCommit a KIP-848 member may use).
+TXN_API_VERSION = -1
 
 
 def txn_commit_error_response(
@@ -73,12 +83,14 @@ class TransactionalOffsets:
         answers = PartitionErrors(TxnOffsetCommitResponseTopic, TxnOffsetCommitResponsePartition)
         records: list[OffsetRecord] = []
         for topic in request.topics:
+            topic_id = topic_id_of(topic)
             for p in topic.partitions:
                 metadata = p.committed_metadata or ""
                 if java_length(metadata) > self.settings.offset_metadata_max_bytes:
-                    answers.add(topic.name, p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE)
+                    error = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    answers.add(topic.name, p.partition_index, error, topic_id)
                     continue
-                answers.add(topic.name, p.partition_index, ErrorCode.NONE)
+                answers.add(topic.name, p.partition_index, ErrorCode.NONE, topic_id)
                 value = OffsetAndMetadata(
                     p.committed_offset, p.committed_leader_epoch, metadata, now
                 )
@@ -105,13 +117,23 @@ class TransactionalOffsets:
 
         append = out.append(records, appended, producer)
 
-    def group_for_commit(self, request: TxnOffsetCommitRequest) -> ClassicGroup:
+    def group_for_commit(self, request: TxnOffsetCommitRequest) -> ClassicGroup | ConsumerGroup:
         """The group; a simple one is created for a producer outside group management."""
-        group = self.membership.group(request.group_id)
         generation = request.generation_id_or_member_epoch
+        consumer_group = self.offsets.consumer_groups.group(request.group_id)
+        if consumer_group is not None:
+            consumer_group.validate_offset_commit(
+                request.member_id,
+                request.group_instance_id,
+                generation,
+                api_version=TXN_API_VERSION,
+                transactional=True,
+            )
+            return consumer_group
+        group = self.membership.group(request.group_id)
         if group is None:
             if generation >= 0:
-                raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
             group = self.membership.create_group(request.group_id)
         group.validate_offset_commit(
             request.member_id, request.group_instance_id, generation, transactional=True

@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from kpybroker.apis.api_versions import answer_before_authentication
 from kpybroker.apis.support.context import Services
 from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.framing import FrameDecoder, FrameTooLargeError
@@ -285,8 +286,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     async def answer_api_versions(self, frame: bytearray) -> tuple[list[Any], bool]:
         """ApiVersions before authentication, answered as after it (Kafka's
-        ``apiVersionSupplier``); succeeded unless it carries an error."""
-        answered = await answer(frame, self.services, self.client_host, self.listener)
+        ``apiVersionSupplier``) but without the check of the cluster and node it names
+        (v5); succeeded unless it carries an error."""
+        answered = await answer(
+            frame,
+            self.services,
+            self.client_host,
+            self.listener,
+            handler=answer_before_authentication,
+        )
         assert answered is not None
         parts, response = answered
         return parts, response is not None and response.error_code == 0

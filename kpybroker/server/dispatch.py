@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from kpybroker.apis.support.context import RequestContext, Services
-from kpybroker.apis.support.registry import REGISTRY, CloseConnection
+from kpybroker.apis.support.registry import REGISTRY, CloseConnection, Handler
 from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.framing import (
@@ -83,9 +83,12 @@ async def answer(
     listener: str,
     principal: KafkaPrincipal = ANONYMOUS,
     connection_id: str = "",
+    *,
+    handler: Handler | None = None,
 ) -> tuple[list[Any], Any] | None:
     """Handle one request frame: the framed response parts and the response object (None
-    when the answer was made before any handler ran); None when there is no answer."""
+    when the answer was made before any handler ran); None when there is no answer.
+    ``handler`` replaces the API's registered one (ApiVersions before authentication)."""
     api_key, api_version, correlation_id = peek_api(frame)
     spec = REGISTRY.get(api_key)
     if spec is None:
@@ -111,7 +114,7 @@ async def answer(
         request_size=len(frame),
         connection_id=connection_id,
     )
-    response = await handle(spec.handler, ctx, request, api_key)
+    response = await handle(handler or spec.handler, ctx, request, api_key)
     if response is None:
         return None
     parts = frame_response(

@@ -403,6 +403,34 @@ def test_cross_config_rules() -> None:
         )
 
 
+def test_cordoned_log_dirs_are_entries_of_log_dirs_or_a_lone_star() -> None:
+    """KafkaConfig.validateCordonedLogDirs, whose ``require`` a client altering the config is
+    told as INVALID_REQUEST; the entries are compared as written in log.dirs (or log.dir)."""
+    cfg = BrokerConfig({"log.dirs": "/data/a,/data/b"})
+    for fine in ("/data/b", "/data/a,/data/b", "*", ""):
+        cfg.with_dynamic(dynamic_broker={"cordoned.log.dirs": fine})
+    BrokerConfig({"log.dir": "/data/c", "cordoned.log.dirs": "/data/c"})
+    for wrong, message in (
+        (
+            "/data/b,/data/c,/data/d",
+            "requirement failed: All entries in cordoned.log.dirs must be present in log.dirs or "
+            "log.dir. Missing entries : /data/c,/data/d",
+        ),
+        (
+            "*,/data/a",
+            "requirement failed: When cordoned.log.dirs is set to *, it must not contain other "
+            "values",
+        ),
+    ):
+        with pytest.raises(ConfigError) as e:
+            cfg.with_dynamic(dynamic_broker={"cordoned.log.dirs": wrong})
+        assert (e.value.key, e.value.code, e.value.message) == (
+            "cordoned.log.dirs",
+            ErrorCode.INVALID_REQUEST,
+            message,
+        )
+
+
 # --------------------------------------------------------------------------- listeners
 
 

@@ -51,3 +51,21 @@ def test_malformed_body_closes_the_connection() -> None:
     frame = encode_request(ProduceRequest(acks=1, timeout_ms=100), 7, 1, "c")
     with pytest.raises(CloseConnection):
         run(frame[:-2])
+
+
+def test_a_handler_may_be_given_for_the_api_versions_before_authentication() -> None:
+    """A v5 ApiVersions naming another cluster: REBOOTSTRAP_REQUIRED from the registered
+    handler, answered without that check before authentication (as the connection asks)."""
+    from kpybroker.apis.api_versions import answer_before_authentication
+    from tests.helpers.fake_services import services
+
+    request = ApiVersionsRequest(
+        client_software_name="c", client_software_version="1", cluster_id="other", node_id=0
+    )
+    frame = bytearray(encode_request(request, 5, 9, "c"))[4:]
+    fakes = services()
+    for handler, expected in ((None, 129), (answer_before_authentication, 0)):
+        answered = asyncio.run(
+            answer(bytearray(frame), fakes, client_host="h", listener="L", handler=handler)
+        )
+        assert answered is not None and answered[1].error_code == expected

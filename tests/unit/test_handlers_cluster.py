@@ -8,9 +8,12 @@ onto the services it is given, so each is tested with nothing else.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 
+from kpybroker.apis.api_versions import answer_before_authentication
+from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import REGISTRY
 from kpybroker.cluster.controller import NotControllerError
 from kpybroker.protocol.errors import ErrorCode, KafkaError
@@ -39,6 +42,46 @@ def test_api_versions_advertises_the_registry() -> None:
     assert advertised == {key: (s.advertised_min, s.max_version) for key, s in REGISTRY.items()}
 
 
+def test_api_versions_v5_checks_the_cluster_and_node_it_names() -> None:
+    """KIP-1242: both or neither (INVALID_REQUEST); another cluster or node is
+    REBOOTSTRAP_REQUIRED, with no APIs listed; before authentication (SASL) it is not
+    checked, as Kafka's ``SaslServerAuthenticator`` does not."""
+    fake = services()
+    ours, node = fake.cluster.cluster_id, fake.cluster.broker_id
+
+    def ask(cluster_id: str | None, node_id: int, version: int = 5) -> tuple[int, int]:
+        request = api_versions.ApiVersionsRequest(
+            client_software_name="unit-test",
+            client_software_version="1.0",
+            cluster_id=cluster_id,
+            node_id=node_id,
+        )
+        response = call(fake, request, version)
+        return response.error_code, len(response.api_keys)
+
+    listed = len(REGISTRY)
+    assert ask(None, -1) == (ErrorCode.NONE, listed)
+    assert ask(ours, node) == (ErrorCode.NONE, listed)
+    assert ask("another-cluster", node) == (ErrorCode.REBOOTSTRAP_REQUIRED, 0)
+    assert ask(ours, node + 1) == (ErrorCode.REBOOTSTRAP_REQUIRED, 0)
+    assert ask(ours, -1) == (ErrorCode.INVALID_REQUEST, 0)
+    assert ask(None, node) == (ErrorCode.INVALID_REQUEST, 0)
+    assert ask("another-cluster", node, version=4) == (ErrorCode.NONE, listed)  # not sent
+    before = RequestContext(fake, 5, 1, "c", "127.0.0.1", "L", api_name="ApiVersions")
+    for cluster_id, node_id, expected in (
+        ("another-cluster", node + 1, ErrorCode.NONE),
+        (ours, -1, ErrorCode.INVALID_REQUEST),
+    ):
+        request = api_versions.ApiVersionsRequest(
+            client_software_name="unit-test",
+            client_software_version="1.0",
+            cluster_id=cluster_id,
+            node_id=node_id,
+        )
+        response = asyncio.run(answer_before_authentication(before, request))
+        assert response.error_code == expected
+
+
 def metadata_request(*names: str | None, ids: tuple[bytes, ...] = ()) -> object:
     wanted = [metadata.MetadataRequestTopic(name=n) for n in names]
     wanted += [metadata.MetadataRequestTopic(name=None, topic_id=i) for i in ids]
@@ -57,6 +100,17 @@ def test_metadata_answers_unknown_ids_first_then_known_then_missing() -> None:
         ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     ]
     assert [b.node_id for b in response.brokers] == [0]
+
+
+def test_metadata_v13_answers_a_top_level_error_code_of_none() -> None:
+    """Kafka sets the top-level code only in the answer it makes of an exception."""
+    topics = FakeTopics(topic_of("a", 2))
+    v12 = call(services(topics=topics), metadata_request("a", "nope"), 12)
+    v13 = call(services(topics=topics), metadata_request("a", "nope"), 13)
+    assert v13.error_code == ErrorCode.NONE
+    assert [(t.name, t.error_code) for t in v13.topics] == [
+        (t.name, t.error_code) for t in v12.topics
+    ]
 
 
 def test_metadata_auto_creates_the_offsets_topic_through_the_group_coordinator() -> None:
@@ -82,6 +136,20 @@ def test_describe_cluster_from_the_cluster_view() -> None:
     assert [(b.broker_id, b.port) for b in response.brokers] == [(0, 9092)]
     wrong = call(services(), describe_cluster.DescribeClusterRequest(endpoint_type=2), 1)
     assert wrong.error_code == ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+
+
+def test_describe_cluster_v2_lists_every_broker_unfenced() -> None:
+    """KIP-1073: kpybroker's registered brokers are all live (registrations are ephemeral),
+    so asking for fenced brokers too adds none, and none is fenced."""
+    fake = services()
+    fake.cluster.brokers = {0: 9092, 2: 9094}
+    for fenced_too in (False, True):
+        request = describe_cluster.DescribeClusterRequest(include_fenced_brokers=fenced_too)
+        response = call(fake, request, 2)
+        assert [(b.broker_id, b.port, b.is_fenced) for b in response.brokers] == [
+            (0, 9092, False),
+            (2, 9094, False),
+        ]
 
 
 def creatable(name: str, partitions: int = 1) -> create_topics.CreatableTopic:
@@ -171,6 +239,25 @@ def test_describe_log_dirs_of_an_empty_directory(tmp_path: Path) -> None:
     )
     [result] = response.results
     assert (result.log_dir, result.topics) == (str(tmp_path.resolve()), [])
+
+
+def test_describe_log_dirs_v5_says_which_directories_are_cordoned(tmp_path: Path) -> None:
+    """``cordoned.log.dirs`` names directories, or ``*`` all of them (KIP-1066)."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    request = describe_log_dirs.DescribeLogDirsRequest(topics=None)
+    for cordoned, expected in (
+        ("", {first: False, second: False}),
+        (str(second), {first: False, second: True}),
+        ("*", {first: True, second: True}),
+    ):
+        config = {"log.dirs": f"{first},{second}", "cordoned.log.dirs": cordoned}
+        fake = services(log_dir=first, config=config)
+        fake.logs.log_dirs.append(second)
+        response = call(fake, request, 5)
+        assert {Path(r.log_dir): r.is_cordoned for r in response.results} == {
+            d.resolve(): c for d, c in expected.items()
+        }
 
 
 class NotTheController:

@@ -183,6 +183,22 @@ def test_list_offsets_refuses_duplicates_and_timestamps_the_version_does_not_kno
     }
 
 
+def test_list_offsets_v11_earliest_pending_upload() -> None:
+    """-6 (KIP-1023) needs v11; nothing is tiered here, so it is -1 with no leader epoch, as
+    Kafka answers for a topic without remote storage (and as -5 is)."""
+    replicas = replicas_with(("t", 0, FakePartition(high_watermark=4)))
+    for version, expected in ((10, ErrorCode.UNSUPPORTED_VERSION), (11, ErrorCode.NONE)):
+        request = list_offsets_request([("t", 0, -6)])
+        [topic] = call(services(replicas=replicas), request, version).topics
+        [part] = topic.partitions
+        assert (part.error_code, part.timestamp, part.offset, part.leader_epoch) == (
+            expected,
+            -1,
+            -1,
+            -1,
+        )
+
+
 def test_list_offsets_latest_is_the_high_watermark_for_a_consumer() -> None:
     replicas = replicas_with(("t", 0, FakePartition(high_watermark=4)))
     [topic] = call(services(replicas=replicas), list_offsets_request([("t", 0, -1)]), 8).topics

@@ -35,6 +35,7 @@ from kpybroker.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitResponseTopic,
 )
 from kpybroker.protocol.records import iter_batches
+from kpybroker.security.acls.authorizer import AclAuthorizer
 from tests.helpers.coordinator_driver import SETTINGS, Driver, StaticTopics, txn_commit_request
 from tests.helpers.fake_services import (
     FakeGroups,
@@ -180,10 +181,33 @@ def test_a_static_member_replaced_by_a_new_instance_is_fenced() -> None:
 
 
 def test_a_missing_group_is_created_only_without_a_generation() -> None:
+    """The coordinator answers as for v6 (GROUP_ID_NOT_FOUND); the handler tells older
+    versions ILLEGAL_GENERATION."""
     d = Driver()
     token = d.txn_commit({("t", 0): 1}, group="new", member_id="m", generation=3)
-    assert errors(d.replies[token]) == {("t", 0): ErrorCode.ILLEGAL_GENERATION}
+    assert errors(d.replies[token]) == {("t", 0): ErrorCode.GROUP_ID_NOT_FOUND}
     assert d.shard.membership.group("new") is None and d.log == []
+
+
+def test_a_consumer_groups_members_commit_at_their_member_epoch() -> None:
+    """Kafka's ``ConsumerGroup.validateOffsetCommit`` for a transactional commit: the member's
+    current epoch (STALE_MEMBER_EPOCH otherwise, as v6 is told), an unknown member refused,
+    and a commit naming no member accepted even while the group has members (KAFKA-18060);
+    no classic group of the same ID is made."""
+    d = Driver(topics=StaticTopics(t=2))
+    joined = d.consumer_heartbeat("a", 0, topics=["t"])
+    assert (joined.error_code, joined.member_epoch) == (0, 2)
+    ok = d.txn_commit({("t", 0): 5}, member_id="a", generation=2)
+    stale = d.txn_commit({("t", 0): 6}, member_id="a", generation=1)
+    unknown = d.txn_commit({("t", 0): 6}, member_id="b", generation=2)
+    anonymous = d.txn_commit({("t", 1): 7})
+    assert errors(d.replies[ok]) == {("t", 0): ErrorCode.NONE}
+    assert errors(d.replies[stale]) == {("t", 0): ErrorCode.STALE_MEMBER_EPOCH}
+    assert errors(d.replies[unknown]) == {("t", 0): ErrorCode.UNKNOWN_MEMBER_ID}
+    assert errors(d.replies[anonymous]) == {("t", 1): ErrorCode.NONE}
+    assert d.shard.membership.group("g") is None
+    d.end_transaction(PID, committed=True)
+    assert committed(d) == {("t", 0): (5, -1, ""), ("t", 1): (7, -1, "")}
 
 
 def test_a_rebalancing_group_accepts_its_members_transactional_commits() -> None:
@@ -536,3 +560,109 @@ def test_offset_fetch_v7_with_require_stable_asks_for_stable_offsets() -> None:
         )
         call(services(groups=groups), request, 7)
     assert [method for method, _ in groups.calls] == ["fetch_offsets", "fetch_stable_offsets"]
+
+
+def by_topic_id(response: TxnOffsetCommitResponse) -> dict[tuple[bytes, int], ErrorCode]:
+    return {
+        (t.topic_id, p.partition_index): ErrorCode(p.error_code)
+        for t in response.topics
+        for p in t.partitions
+    }
+
+
+def v6_request(offsets: dict[tuple[bytes, int], int], **kw: object):
+    """A v6 TxnOffsetCommit: topics named by ID only (their names are not on the wire)."""
+    request = txn_commit_request({(str(i), p): o for i, ((_, p), o) in enumerate(offsets.items())})
+    request.topics = [
+        txn_offset_commit.TxnOffsetCommitRequestTopic(
+            topic_id=topic_id,
+            partitions=[
+                txn_offset_commit.TxnOffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=o, committed_metadata=""
+                )
+                for (i, p), o in offsets.items()
+                if i == topic_id
+            ],
+        )
+        for topic_id in dict.fromkeys(i for i, _ in offsets)
+    ]
+    for key, value in kw.items():
+        setattr(request, key, value)
+    return request
+
+
+def echo(error: ErrorCode = ErrorCode.NONE):
+    """A coordinator answering every partition it is asked for with ``error``."""
+
+    async def commit(request: txn_offset_commit.TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+        return TxnOffsetCommitResponse(
+            topics=[
+                TxnOffsetCommitResponseTopic(
+                    name=t.name,
+                    topic_id=t.topic_id,
+                    partitions=[
+                        TxnOffsetCommitResponsePartition(
+                            partition_index=p.partition_index, error_code=error
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in request.topics
+            ]
+        )
+
+    return commit
+
+
+def test_txn_offset_commit_v6_names_topics_by_id() -> None:
+    """KIP-1319: topics by ID, in the request and the answer; an unknown ID is
+    UNKNOWN_TOPIC_ID, and the coordinator gets the topics' names."""
+    t = topic_of("t", 2)
+    unknown = b"\x07" * 16
+    groups = FakeGroups(commit_transactional_offsets=echo())
+    request = v6_request({(t.topic_id, 0): 5, (t.topic_id, 5): 5, (unknown, 0): 5})
+    response = call(services(topics=FakeTopics(t), groups=groups), request, 6)
+    assert by_topic_id(response) == {
+        (t.topic_id, 0): ErrorCode.NONE,
+        (t.topic_id, 5): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        (unknown, 0): ErrorCode.UNKNOWN_TOPIC_ID,
+    }
+    [sent] = [args[0] for method, args in groups.calls if method == "commit_transactional_offsets"]
+    asked = [(x.name, x.topic_id, [p.partition_index for p in x.partitions]) for x in sent.topics]
+    assert asked == [("t", t.topic_id, [0])]
+
+
+def test_txn_offset_commit_v6_refusals_keep_each_topics_id() -> None:
+    """A refused transactional ID: every partition, each topic under its own ID (none is
+    named yet: the ACLs are asked before the IDs are looked up, as in Kafka)."""
+    one, two = topic_of("one"), topic_of("two")
+    request = v6_request({(one.topic_id, 0): 5, (two.topic_id, 0): 5})
+    nobody = AclAuthorizer(allow_if_no_acls=False)
+    denied = services(topics=FakeTopics(one, two), groups=FakeGroups(), authorizer=nobody)
+    assert by_topic_id(call(denied, request, 6)) == {
+        (one.topic_id, 0): ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        (two.topic_id, 0): ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    }
+
+
+def test_txn_offset_commit_tells_versions_before_6_illegal_generation() -> None:
+    """GROUP_ID_NOT_FOUND (a member's commit to a group the coordinator does not have) and
+    STALE_MEMBER_EPOCH reach v6 as they are; older versions get ILLEGAL_GENERATION, as
+    Kafka's ``validateTransactionalOffsetCommit`` answers them. Without a member
+    (generation -1) a group the coordinator cannot use stays GROUP_ID_NOT_FOUND."""
+    t = topic_of("t", 1)
+    cases = [
+        (ErrorCode.GROUP_ID_NOT_FOUND, 3, ErrorCode.ILLEGAL_GENERATION),
+        (ErrorCode.GROUP_ID_NOT_FOUND, -1, ErrorCode.GROUP_ID_NOT_FOUND),
+        (ErrorCode.STALE_MEMBER_EPOCH, 3, ErrorCode.ILLEGAL_GENERATION),
+        (ErrorCode.ILLEGAL_GENERATION, 3, ErrorCode.ILLEGAL_GENERATION),
+    ]
+    for error, generation, older in cases:
+        groups = FakeGroups(commit_transactional_offsets=echo(error))
+        answering = services(topics=FakeTopics(t), groups=groups)
+        for version in (3, 5):
+            request = txn_commit_request({("t", 0): 5}, member_id="m", generation=generation)
+            assert errors(call(answering, request, version)) == {("t", 0): older}
+        request = v6_request({(t.topic_id, 0): 5}, member_id="m")
+        request.generation_id_or_member_epoch = generation
+        assert by_topic_id(call(answering, request, 6)) == {(t.topic_id, 0): error}

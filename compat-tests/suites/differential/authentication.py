@@ -26,7 +26,7 @@ from kpybroker.security.sasl.scram_credentials import ScramMechanism
 
 from . import whole
 from .access import add_scram_user
-from .probe import Probe, secured_scenario
+from .probe import Probe, error, secured_scenario
 from .secured import REAUTH_LISTENER
 
 SASL = "SASL_PLAINTEXT"
@@ -117,6 +117,34 @@ def log_in(s: Probe, mechanism: str, user: str, password: str, version: int = 2)
     s.conn.authenticate(
         sasl_client(mechanism, user, password), handshake_version=1, authenticate_version=version
     )
+
+
+@secured_scenario
+def api_versions_v5_before_authentication(p: Probe) -> None:
+    """ApiVersions v5 naming another cluster (KIP-1242) on SASL_PLAINTEXT: before the
+    handshake (Kafka's ``SaslServerAuthenticator`` does not check it), then after logging in
+    (its request handler does); one naming a cluster without a node is invalid either way."""
+    another, node = "AnotherClusterIdXXXXXX", p.metadata([]).brokers[0].node_id
+
+    def versions(cluster_id: str, node_id: int) -> Any:
+        return api_versions.ApiVersionsRequest(
+            client_software_name="compat-differential",
+            client_software_version="1.0",
+            cluster_id=cluster_id,
+            node_id=node_id,
+        )
+
+    s = p.session(SASL)
+    first = s.call(versions(another, node), 5)
+    s.see("before/another cluster/error", error(first.error_code))
+    s.see("before/another cluster/lists APIs", bool(first.api_keys))
+    s.answer("before/another cluster/then SaslHandshake v1 PLAIN", handshake("PLAIN"), 1)
+    s = p.session(SASL)
+    s.answer("before/cluster id only", versions(another, -1), 5)
+    s.see_connection("before/cluster id only/then")
+    s = p.session(SASL, "alice")
+    s.answer("after login/another cluster", versions(another, node), 5)
+    s.answer("after login/cluster id only", versions(another, -1), 5)
 
 
 @secured_scenario

@@ -235,7 +235,7 @@ def fetch_deleted_while_waiting(p: Probe) -> None:
 
 # -- ListOffsets, OffsetForLeaderEpoch -------------------------------------------------------
 
-LIST_OFFSETS_VERSIONS = (1, 2, 4, 6, 7, 8, 9, 10)
+LIST_OFFSETS_VERSIONS = (1, 2, 4, 6, 7, 8, 9, 10, 11)
 
 
 def list_offsets_request(parts: list[Part], isolation_level: int = 0) -> Any:
@@ -286,10 +286,14 @@ def list_offsets_error_paths(p: Probe) -> None:
             steps["earliest local"] = [Part(f"{fe}-trim", 0, -4)]
         if v >= 9:
             steps["latest tiered"] = [Part(fe, 0, -5)]
+        if v >= 11:
+            steps["earliest pending upload"] = [Part(fe, 0, -6), Part(f"{fe}-trim", 0, -6)]
         if v >= 4:
             steps["leader epoch ahead"] = [Part(fe, 0, -1, leader_epoch=7)]
         if v < 9:
             steps["a timestamp of a later version (-5)"] = [Part(fe, 0, -5)]
+        if v < 11:
+            steps["a timestamp of a later version (-6)"] = [Part(fe, 0, -6)]
         for label, parts in steps.items():
             p.answer(f"v{v}/{label}", list_offsets_request(parts), v, unordered=unordered)
         if v >= 2:

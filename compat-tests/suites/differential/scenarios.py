@@ -78,7 +78,7 @@ def api_versions_ranges(p: Probe) -> None:
         p.see(f"v3/{api_name(key)}", ranges[key])
     p.see("v3/supported_features", sorted(f.name for f in v3.supported_features))
     p.see("v3/finalized_features", sorted(f.name for f in v3.finalized_features))
-    for version in (0, 4):
+    for version in (0, 4, 5):
         other = p.call(request, version)
         p.see(f"v{version}/error", error(other.error_code))
         same = {k.api_key: f"{k.min_version}-{k.max_version}" for k in other.api_keys} == ranges
@@ -105,6 +105,45 @@ def api_versions_ranges(p: Probe) -> None:
     # Any other API at an unsupported version: Kafka closes the connection.
     answer = p.raw(3, 127)
     p.see("Metadata v127", answer if isinstance(answer, str) else "answered")
+
+
+#: A cluster id no broker of the suite has (22 characters, as Kafka's ids).
+ANOTHER_CLUSTER_ID = "AnotherClusterIdXXXXXX"
+
+
+def versions_for(cluster_id: str | None, node_id: int) -> Any:
+    """ApiVersions v5 naming the cluster and node it is meant for (KIP-1242)."""
+    return api_versions.ApiVersionsRequest(
+        client_software_name="kpybroker-compat",
+        client_software_version="1.0",
+        cluster_id=cluster_id,
+        node_id=node_id,
+    )
+
+
+@scenario
+def api_versions_cluster_and_node(p: Probe) -> None:
+    """ApiVersions v5 (KIP-1242): the broker's own cluster and node, another of either
+    (REBOOTSTRAP_REQUIRED), one without the other (INVALID_REQUEST), neither."""
+    described = p.metadata([])
+    cluster_id, node_id = described.cluster_id, described.brokers[0].node_id
+    steps = {
+        "neither": (None, -1),
+        "this cluster and node": (cluster_id, node_id),
+        "another cluster": (ANOTHER_CLUSTER_ID, node_id),
+        "another node": (cluster_id, node_id + 1),
+        "cluster id only": (cluster_id, -1),
+        "node id only": (None, node_id),
+    }
+    for label, (cluster, node) in steps.items():
+        request = versions_for(cluster, node)
+        answer = p.call(request, 5)
+        if answer.error_code:
+            p.see_whole(f"v5/{label}", request, 5, answer)
+        else:  # the ranges are api_versions_ranges' to compare
+            p.see(f"v5/{label}/error", error(answer.error_code))
+            p.see(f"v5/{label}/lists APIs", bool(answer.api_keys))
+        p.see_connection(f"v5/{label}/then")
 
 
 # -- Metadata -------------------------------------------------------------------------------

@@ -29,9 +29,11 @@ from kpybroker.protocol.messages import (
     init_producer_id,
     list_transactions,
     produce,
+    txn_offset_commit,
     write_txn_markers,
 )
 
+from .consumer_groups import heartbeat
 from .error_paths import (
     T0,
     Part,
@@ -386,6 +388,119 @@ def transaction_version_2(p: Probe) -> None:
     wait_for_state(p, producer.tid, "CompleteAbort")
     p.answer("completed", describe_transactions.DescribeTransactionsRequest([producer.tid]), 0,
              varies=START_TIME)  # fmt: skip
+
+
+# -- TxnOffsetCommit ------------------------------------------------------------------------
+
+#: A topic ID no broker of the suite has.
+UNKNOWN_TOPIC_ID = bytes.fromhex("5eed" * 8)
+
+
+def txn_commit(
+    producer: Producer,
+    group: str,
+    parts: list[tuple[str, list[int]]],
+    *,
+    member: str = "",
+    epoch: int = -1,
+    ids: dict[str, bytes] | None = None,
+) -> Any:
+    """TxnOffsetCommit of offset 5 in each partition of ``parts``; with ``ids`` (v6) the topics
+    are named by ID only (a name not in ``ids`` by an ID no broker has)."""
+    return txn_offset_commit.TxnOffsetCommitRequest(
+        transactional_id=producer.tid,
+        group_id=group,
+        producer_id=producer.producer_id,
+        producer_epoch=producer.epoch,
+        generation_id_or_member_epoch=epoch,
+        member_id=member,
+        group_instance_id=None,
+        topics=[
+            txn_offset_commit.TxnOffsetCommitRequestTopic(
+                name=name if ids is None else "",
+                topic_id=bytes(16) if ids is None else ids.get(name, UNKNOWN_TOPIC_ID),
+                partitions=[
+                    txn_offset_commit.TxnOffsetCommitRequestPartition(
+                        partition_index=i, committed_offset=5, committed_metadata="m"
+                    )
+                    for i in indexes
+                ],
+            )
+            for name, indexes in parts
+        ],
+    )
+
+
+def add_offsets(p: Probe, producer: Producer, group: str) -> None:
+    """AddOffsetsToTxn v3 (TxnOffsetCommit before v5 needs it; v5+ adds the partition itself)."""
+    request = add_offsets_to_txn.AddOffsetsToTxnRequest(
+        transactional_id=producer.tid,
+        producer_id=producer.producer_id,
+        producer_epoch=producer.epoch,
+        group_id=group,
+    )
+    p.retry(lambda: error(p.call(request, 3).error_code), lambda e: e == "NONE", f"{group} added")
+
+
+def settled(p: Probe, request: Any, version: int) -> Any:
+    """The answer to ``request`` once the group's coordinator has loaded its partition."""
+    return p.retry(
+        lambda: p.call(request, version),
+        lambda a: (
+            not any(
+                error(x.error_code) in COORDINATOR_LOADING for t in a.topics for x in t.partitions
+            )
+        ),
+        f"{request.group_id}'s coordinator",
+    )
+
+
+@scenario
+def txn_offset_commit_answers(p: Probe) -> None:
+    """TxnOffsetCommit v3, v5 and v6 (KIP-1319: topics by ID, and GROUP_ID_NOT_FOUND and
+    STALE_MEMBER_EPOCH where older versions get ILLEGAL_GENERATION): known, unknown and
+    missing partitions; a member of a group that does not exist; a consumer group's member
+    at its epoch, at a later one, unknown, and no member at all."""
+    topic = "diff-toc"
+    p.create_topic(topic, 2)
+    [described] = p.metadata([topic]).topics
+    ids = {topic: described.topic_id}
+    unordered = ("topics", "topics/partitions")
+    for v in (3, 5, 6):
+        producer = first_init(p, f"diff-toc-{v}")
+        group, missing, consumers = f"diff-toc-{v}", f"diff-toc-{v}-none", f"diff-toc-{v}-cg"
+        for g in (group, missing, consumers):
+            ready_coordinator(p, g)
+            if v < 5:
+                add_offsets(p, producer, g)
+        by = ids if v >= 6 else None
+        mixed = txn_commit(producer, group, [(topic, [0, 7]), ("diff-nope", [0])], ids=by)
+        # Kafka loads a new __consumer_offsets partition a moment after FindCoordinator.
+        p.see_whole(f"v{v}/mixed", mixed, v, settled(p, mixed, v), unordered=unordered)
+        request = txn_commit(producer, missing, [(topic, [1])], member="m", epoch=3, ids=by)
+        answer = settled(p, request, v)
+        p.see_whole(f"v{v}/a member of a group that does not exist", request, v, answer)
+        join = heartbeat(consumers, topics=[topic], owned=[])
+        joined = p.retry(
+            lambda join=join: p.call(join, 1),
+            lambda a: error(a.error_code) not in COORDINATOR_LOADING,
+            f"{consumers} joined",
+        )
+        assert joined.error_code == 0, f"{p.name}: {consumers}: {error(joined.error_code)}"
+        member, epoch = joined.member_id, joined.member_epoch
+        for label, (who, at) in {
+            "at its epoch": (member, epoch),
+            "at a later epoch": (member, epoch + 5),
+            "unknown": ("diff-toc-nobody", epoch),
+            "no member": ("", -1),
+        }.items():
+            request = txn_commit(producer, consumers, [(topic, [0])], member=who, epoch=at, ids=by)
+            p.answer(f"v{v}/consumer group member {label}", request, v)
+        p.call(heartbeat(consumers, member, -1), 1)
+        # Each transaction is aborted as its version's client would end it.
+        answer = p.call(end_request(producer, False), 3 if v < 5 else 5)
+        assert answer.error_code == 0, f"{p.name}: EndTxn {producer.tid}: {answer.error_code}"
+        wait_for_state(p, producer.tid, "CompleteAbort")
 
 
 # -- DescribeTransactions, ListTransactions -------------------------------------------------

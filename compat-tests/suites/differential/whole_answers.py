@@ -15,10 +15,12 @@ from kpybroker.protocol.messages import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
     describe_topic_partitions,
     elect_leaders,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -41,7 +43,7 @@ DOCUMENTATION = ("*documentation",)
 def metadata_answers(p: Probe) -> None:
     """Metadata at each version where its response changes, for known, unknown and bad names."""
     p.create_topic("diff-md", 2)
-    for v in (0, 1, 2, 4, 7, 8, 9, 10, 12):
+    for v in (0, 1, 2, 4, 7, 8, 9, 10, 12, 13):
         # Before v4 a request may create what it names: the unknown name waits for v4.
         names = ["diff-md", "bad name!"] if v < 4 else ["diff-md", "diff-md-missing", "bad name!"]
         request = metadata.MetadataRequest(
@@ -61,7 +63,8 @@ def metadata_answers(p: Probe) -> None:
         ],
         allow_auto_topic_creation=False,
     )
-    p.answer("v12 by id", by_id, 12)
+    for v in (12, 13):
+        p.answer(f"v{v} by id", by_id, v)
 
 
 @scenario
@@ -191,13 +194,74 @@ def partition_admin_answers(p: Probe) -> None:
 
 @scenario
 def describe_cluster_answers(p: Probe) -> None:
-    """DescribeCluster v0 and v1, with and without the cluster's authorized operations."""
-    for v in (0, 1):
+    """DescribeCluster v0-v2, with and without the cluster's authorized operations; v2 with
+    and without fenced brokers (KIP-1073: none is fenced on a running single-node cluster)."""
+    for v in (0, 1, 2):
         for ops in (False, True):
             request = describe_cluster.DescribeClusterRequest(
                 include_cluster_authorized_operations=ops, endpoint_type=1
             )
             p.answer(f"v{v} operations {ops}", request, v, varies=("cluster_id",))
+    for fenced in (False, True):
+        request = describe_cluster.DescribeClusterRequest(
+            endpoint_type=1, include_fenced_brokers=fenced
+        )
+        p.answer(f"v2 fenced brokers {fenced}", request, 2, varies=("cluster_id",))
+
+
+#: Where the broker keeps its data, and how full that disk is: each broker's own.
+LOG_DIR_PLACE = ("results/log_dir", "results/total_bytes", "results/usable_bytes")
+
+
+def cordon_request(p: Probe, value: str | None) -> Any:
+    """IncrementalAlterConfigs v1 of this broker's ``cordoned.log.dirs``: SET, or DELETE."""
+    return incremental_alter_configs.IncrementalAlterConfigsRequest(
+        resources=[
+            incremental_alter_configs.AlterConfigsResource(
+                resource_type=4,
+                resource_name=str(p.node_id),
+                configs=[
+                    incremental_alter_configs.AlterableConfig(
+                        name="cordoned.log.dirs",
+                        config_operation=1 if value is None else 0,
+                        value=value,
+                    )
+                ],
+            )
+        ],
+        validate_only=False,
+    )
+
+
+@scenario
+def describe_log_dirs_answers(p: Probe) -> None:
+    """DescribeLogDirs v1-v5; v5's is_cordoned (KIP-1066) with this broker's log directory
+    cordoned (cordoned.log.dirs, a dynamic per-broker config), then all of them (*), then
+    none again."""
+    p.create_topic("diff-ld", 1)
+    request = describe_log_dirs.DescribeLogDirsRequest(
+        topics=[
+            describe_log_dirs.DescribableLogDirTopic(topic="diff-ld", partitions=[0, 3]),
+            describe_log_dirs.DescribableLogDirTopic(topic="diff-nope", partitions=[0]),
+        ]
+    )
+    for v in (1, 2, 3, 4, 5):
+        p.answer(f"v{v}", request, v, varies=LOG_DIR_PLACE)
+    [result] = p.call(request, 5).results
+    p.answer("cordon a directory not in log.dirs", cordon_request(p, "/diff-nowhere"), 1)
+    for label, value, cordoned in (
+        ("its directory", result.log_dir, True),
+        ("every directory (*)", "*", True),
+        ("none (deleted)", None, False),
+    ):
+        p.answer(f"cordon {label}", cordon_request(p, value), 1)
+        # Kafka applies a dynamic broker config when its metadata record is replayed.
+        p.retry(
+            lambda: p.call(request, 5).results[0].is_cordoned,
+            lambda found, want=cordoned: found == want,
+            f"is_cordoned {cordoned}",
+        )
+        p.answer(f"v5 after cordoning {label}", request, 5, varies=LOG_DIR_PLACE)
 
 
 @scenario

@@ -16,7 +16,7 @@ _MISSING = object()
 
 API_KEY = 18
 NAME = 'ApiVersions'
-VERSIONS = (0, 4)
+VERSIONS = (0, 5)
 FLEXIBLE_FROM = 3
 
 
@@ -61,8 +61,8 @@ class FinalizedFeatureKey:
 
 
 class ApiVersionsRequest:
-    __slots__ = ('client_software_name', 'client_software_version')
-    VERSIONS = (0, 4)
+    __slots__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id')
+    VERSIONS = (0, 5)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -76,11 +76,13 @@ class ApiVersionsRequest:
         return w.finish()
     def encode_bytes(self, version):
         return b''.join(self.encode(version))
-    def __init__(self, client_software_name=_MISSING, client_software_version=_MISSING):
+    def __init__(self, client_software_name=_MISSING, client_software_version=_MISSING, cluster_id=_MISSING, node_id=_MISSING):
         self.client_software_name = '' if client_software_name is _MISSING else client_software_name
         self.client_software_version = '' if client_software_version is _MISSING else client_software_version
+        self.cluster_id = None if cluster_id is _MISSING else cluster_id
+        self.node_id = -1 if node_id is _MISSING else node_id
     def __eq__(self, other):
-        return type(other) is type(self) and self.client_software_name == other.client_software_name and self.client_software_version == other.client_software_version
+        return type(other) is type(self) and self.client_software_name == other.client_software_name and self.client_software_version == other.client_software_version and self.cluster_id == other.cluster_id and self.node_id == other.node_id
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -88,7 +90,7 @@ class ApiVersionsRequest:
 
 class ApiVersionsResponse:
     __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready')
-    VERSIONS = (0, 4)
+    VERSIONS = (0, 5)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -122,7 +124,7 @@ _S_hhh = Struct('>hhh')
 
 
 def _dec_ApiVersionsRequest_v0(buf, pos):
-    return ApiVersionsRequest('', ''), pos
+    return ApiVersionsRequest('', '', None, -1), pos
 
 
 def _enc_ApiVersionsRequest_v0(w, o):
@@ -140,13 +142,39 @@ def _dec_ApiVersionsRequest_v3(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
+    return ApiVersionsRequest(f_client_software_name, f_client_software_version, None, -1), pos
 
 
 def _enc_ApiVersionsRequest_v3(w, o):
     out = w.buf
     write_compact_string(out, (o.client_software_name if o.client_software_name is not None else ''))
     write_compact_string(out, (o.client_software_version if o.client_software_version is not None else ''))
+    out.append(0)
+
+
+def _dec_ApiVersionsRequest_v5(buf, pos):
+    f_client_software_name, pos = read_compact_string(buf, pos)
+    if f_client_software_name is None:
+        raise DecodeError('null client_software_name is not allowed')
+    f_client_software_version, pos = read_compact_string(buf, pos)
+    if f_client_software_version is None:
+        raise DecodeError('null client_software_version is not allowed')
+    f_cluster_id, pos = read_compact_string(buf, pos)
+    (f_node_id,) = I32.unpack_from(buf, pos)
+    pos += 4
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return ApiVersionsRequest(f_client_software_name, f_client_software_version, f_cluster_id, f_node_id), pos
+
+
+def _enc_ApiVersionsRequest_v5(w, o):
+    out = w.buf
+    write_compact_string(out, (o.client_software_name if o.client_software_name is not None else ''))
+    write_compact_string(out, (o.client_software_version if o.client_software_version is not None else ''))
+    write_compact_string(out, o.cluster_id)
+    out += I32.pack(o.node_id)
     out.append(0)
 
 
@@ -376,7 +404,7 @@ def _enc_ApiVersionsResponse_v3(w, o):
         out += data
 
 
-_DECODERS_ApiVersionsRequest = {0: _dec_ApiVersionsRequest_v0, 1: _dec_ApiVersionsRequest_v0, 2: _dec_ApiVersionsRequest_v0, 3: _dec_ApiVersionsRequest_v3, 4: _dec_ApiVersionsRequest_v3}
-_ENCODERS_ApiVersionsRequest = {0: _enc_ApiVersionsRequest_v0, 1: _enc_ApiVersionsRequest_v0, 2: _enc_ApiVersionsRequest_v0, 3: _enc_ApiVersionsRequest_v3, 4: _enc_ApiVersionsRequest_v3}
-_DECODERS_ApiVersionsResponse = {0: _dec_ApiVersionsResponse_v0, 1: _dec_ApiVersionsResponse_v1, 2: _dec_ApiVersionsResponse_v1, 3: _dec_ApiVersionsResponse_v3, 4: _dec_ApiVersionsResponse_v3}
-_ENCODERS_ApiVersionsResponse = {0: _enc_ApiVersionsResponse_v0, 1: _enc_ApiVersionsResponse_v1, 2: _enc_ApiVersionsResponse_v1, 3: _enc_ApiVersionsResponse_v3, 4: _enc_ApiVersionsResponse_v3}
+_DECODERS_ApiVersionsRequest = {0: _dec_ApiVersionsRequest_v0, 1: _dec_ApiVersionsRequest_v0, 2: _dec_ApiVersionsRequest_v0, 3: _dec_ApiVersionsRequest_v3, 4: _dec_ApiVersionsRequest_v3, 5: _dec_ApiVersionsRequest_v5}
+_ENCODERS_ApiVersionsRequest = {0: _enc_ApiVersionsRequest_v0, 1: _enc_ApiVersionsRequest_v0, 2: _enc_ApiVersionsRequest_v0, 3: _enc_ApiVersionsRequest_v3, 4: _enc_ApiVersionsRequest_v3, 5: _enc_ApiVersionsRequest_v5}
+_DECODERS_ApiVersionsResponse = {0: _dec_ApiVersionsResponse_v0, 1: _dec_ApiVersionsResponse_v1, 2: _dec_ApiVersionsResponse_v1, 3: _dec_ApiVersionsResponse_v3, 4: _dec_ApiVersionsResponse_v3, 5: _dec_ApiVersionsResponse_v3}
+_ENCODERS_ApiVersionsResponse = {0: _enc_ApiVersionsResponse_v0, 1: _enc_ApiVersionsResponse_v1, 2: _enc_ApiVersionsResponse_v1, 3: _enc_ApiVersionsResponse_v3, 4: _enc_ApiVersionsResponse_v3, 5: _enc_ApiVersionsResponse_v3}

@@ -16,28 +16,29 @@ _MISSING = object()
 
 API_KEY = 60
 NAME = 'DescribeCluster'
-VERSIONS = (0, 1)
+VERSIONS = (0, 2)
 FLEXIBLE_FROM = 0
 
 
 
 class DescribeClusterBroker:
-    __slots__ = ('broker_id', 'host', 'port', 'rack')
-    def __init__(self, broker_id=_MISSING, host=_MISSING, port=_MISSING, rack=_MISSING):
+    __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced')
+    def __init__(self, broker_id=_MISSING, host=_MISSING, port=_MISSING, rack=_MISSING, is_fenced=_MISSING):
         self.broker_id = 0 if broker_id is _MISSING else broker_id
         self.host = '' if host is _MISSING else host
         self.port = 0 if port is _MISSING else port
         self.rack = None if rack is _MISSING else rack
+        self.is_fenced = False if is_fenced is _MISSING else is_fenced
     def __eq__(self, other):
-        return type(other) is type(self) and self.broker_id == other.broker_id and self.host == other.host and self.port == other.port and self.rack == other.rack
+        return type(other) is type(self) and self.broker_id == other.broker_id and self.host == other.host and self.port == other.port and self.rack == other.rack and self.is_fenced == other.is_fenced
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
 
 
 class DescribeClusterRequest:
-    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type')
-    VERSIONS = (0, 1)
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers')
+    VERSIONS = (0, 2)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -51,11 +52,12 @@ class DescribeClusterRequest:
         return w.finish()
     def encode_bytes(self, version):
         return b''.join(self.encode(version))
-    def __init__(self, include_cluster_authorized_operations=_MISSING, endpoint_type=_MISSING):
+    def __init__(self, include_cluster_authorized_operations=_MISSING, endpoint_type=_MISSING, include_fenced_brokers=_MISSING):
         self.include_cluster_authorized_operations = False if include_cluster_authorized_operations is _MISSING else include_cluster_authorized_operations
         self.endpoint_type = 1 if endpoint_type is _MISSING else endpoint_type
+        self.include_fenced_brokers = False if include_fenced_brokers is _MISSING else include_fenced_brokers
     def __eq__(self, other):
-        return type(other) is type(self) and self.include_cluster_authorized_operations == other.include_cluster_authorized_operations and self.endpoint_type == other.endpoint_type
+        return type(other) is type(self) and self.include_cluster_authorized_operations == other.include_cluster_authorized_operations and self.endpoint_type == other.endpoint_type and self.include_fenced_brokers == other.include_fenced_brokers
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -63,7 +65,7 @@ class DescribeClusterRequest:
 
 class DescribeClusterResponse:
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations')
-    VERSIONS = (0, 1)
+    VERSIONS = (0, 2)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -95,6 +97,7 @@ class DescribeClusterResponse:
 
 _S_ih = Struct('>ih')
 _S_ob = Struct('>?b')
+_S_obo = Struct('>?b?')
 
 
 def _dec_DescribeClusterRequest_v0(buf, pos):
@@ -104,7 +107,7 @@ def _dec_DescribeClusterRequest_v0(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return DescribeClusterRequest(f_include_cluster_authorized_operations, 1), pos
+    return DescribeClusterRequest(f_include_cluster_authorized_operations, 1, False), pos
 
 
 def _enc_DescribeClusterRequest_v0(w, o):
@@ -120,12 +123,28 @@ def _dec_DescribeClusterRequest_v1(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type), pos
+    return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, False), pos
 
 
 def _enc_DescribeClusterRequest_v1(w, o):
     out = w.buf
     out += _S_ob.pack(o.include_cluster_authorized_operations, o.endpoint_type)
+    out.append(0)
+
+
+def _dec_DescribeClusterRequest_v2(buf, pos):
+    f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers = _S_obo.unpack_from(buf, pos)
+    pos += 3
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers), pos
+
+
+def _enc_DescribeClusterRequest_v2(w, o):
+    out = w.buf
+    out += _S_obo.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
     out.append(0)
 
 
@@ -142,7 +161,7 @@ def _dec_DescribeClusterBroker_v0(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack), pos
+    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, False), pos
 
 
 def _dec_DescribeClusterResponse_v0(buf, pos):
@@ -243,7 +262,81 @@ def _enc_DescribeClusterResponse_v1(w, o):
     out.append(0)
 
 
-_DECODERS_DescribeClusterRequest = {0: _dec_DescribeClusterRequest_v0, 1: _dec_DescribeClusterRequest_v1}
-_ENCODERS_DescribeClusterRequest = {0: _enc_DescribeClusterRequest_v0, 1: _enc_DescribeClusterRequest_v1}
-_DECODERS_DescribeClusterResponse = {0: _dec_DescribeClusterResponse_v0, 1: _dec_DescribeClusterResponse_v1}
-_ENCODERS_DescribeClusterResponse = {0: _enc_DescribeClusterResponse_v0, 1: _enc_DescribeClusterResponse_v1}
+def _dec_DescribeClusterBroker_v2(buf, pos):
+    (f_broker_id,) = I32.unpack_from(buf, pos)
+    pos += 4
+    f_host, pos = read_compact_string(buf, pos)
+    if f_host is None:
+        raise DecodeError('null host is not allowed')
+    (f_port,) = I32.unpack_from(buf, pos)
+    pos += 4
+    f_rack, pos = read_compact_string(buf, pos)
+    (f_is_fenced,) = BOOL.unpack_from(buf, pos)
+    pos += 1
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, f_is_fenced), pos
+
+
+def _dec_DescribeClusterResponse_v2(buf, pos):
+    f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    f_error_message, pos = read_compact_string(buf, pos)
+    (f_endpoint_type,) = I8.unpack_from(buf, pos)
+    pos += 1
+    f_cluster_id, pos = read_compact_string(buf, pos)
+    if f_cluster_id is None:
+        raise DecodeError('null cluster_id is not allowed')
+    (f_controller_id,) = I32.unpack_from(buf, pos)
+    pos += 4
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null brokers is not allowed')
+    else:
+        f_brokers = []
+        for _ in range(n1):
+            x2, pos = _dec_DescribeClusterBroker_v2(buf, pos)
+            f_brokers.append(x2)
+    (f_cluster_authorized_operations,) = I32.unpack_from(buf, pos)
+    pos += 4
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
+
+
+def _enc_DescribeClusterBroker_v2(w, o):
+    out = w.buf
+    out += I32.pack(o.broker_id)
+    write_compact_string(out, (o.host if o.host is not None else ''))
+    out += I32.pack(o.port)
+    write_compact_string(out, o.rack)
+    out += BOOL.pack(o.is_fenced)
+    out.append(0)
+
+
+def _enc_DescribeClusterResponse_v2(w, o):
+    out = w.buf
+    out += _S_ih.pack(o.throttle_time_ms, o.error_code)
+    write_compact_string(out, o.error_message)
+    out += I8.pack(o.endpoint_type)
+    write_compact_string(out, (o.cluster_id if o.cluster_id is not None else ''))
+    out += I32.pack(o.controller_id)
+    a1 = o.brokers
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_DescribeClusterBroker_v2(w, x2)
+        out = w.buf
+    out += I32.pack(o.cluster_authorized_operations)
+    out.append(0)
+
+
+_DECODERS_DescribeClusterRequest = {0: _dec_DescribeClusterRequest_v0, 1: _dec_DescribeClusterRequest_v1, 2: _dec_DescribeClusterRequest_v2}
+_ENCODERS_DescribeClusterRequest = {0: _enc_DescribeClusterRequest_v0, 1: _enc_DescribeClusterRequest_v1, 2: _enc_DescribeClusterRequest_v2}
+_DECODERS_DescribeClusterResponse = {0: _dec_DescribeClusterResponse_v0, 1: _dec_DescribeClusterResponse_v1, 2: _dec_DescribeClusterResponse_v2}
+_ENCODERS_DescribeClusterResponse = {0: _enc_DescribeClusterResponse_v0, 1: _enc_DescribeClusterResponse_v1, 2: _enc_DescribeClusterResponse_v2}

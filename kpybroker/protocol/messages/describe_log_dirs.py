@@ -16,7 +16,7 @@ _MISSING = object()
 
 API_KEY = 35
 NAME = 'DescribeLogDirs'
-VERSIONS = (0, 4)
+VERSIONS = (0, 5)
 FLEXIBLE_FROM = 2
 
 
@@ -60,15 +60,16 @@ class DescribeLogDirsTopic:
 
 
 class DescribeLogDirsResult:
-    __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes')
-    def __init__(self, error_code=_MISSING, log_dir=_MISSING, topics=_MISSING, total_bytes=_MISSING, usable_bytes=_MISSING):
+    __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'is_cordoned')
+    def __init__(self, error_code=_MISSING, log_dir=_MISSING, topics=_MISSING, total_bytes=_MISSING, usable_bytes=_MISSING, is_cordoned=_MISSING):
         self.error_code = 0 if error_code is _MISSING else error_code
         self.log_dir = '' if log_dir is _MISSING else log_dir
         self.topics = [] if topics is _MISSING else topics
         self.total_bytes = -1 if total_bytes is _MISSING else total_bytes
         self.usable_bytes = -1 if usable_bytes is _MISSING else usable_bytes
+        self.is_cordoned = False if is_cordoned is _MISSING else is_cordoned
     def __eq__(self, other):
-        return type(other) is type(self) and self.error_code == other.error_code and self.log_dir == other.log_dir and self.topics == other.topics and self.total_bytes == other.total_bytes and self.usable_bytes == other.usable_bytes
+        return type(other) is type(self) and self.error_code == other.error_code and self.log_dir == other.log_dir and self.topics == other.topics and self.total_bytes == other.total_bytes and self.usable_bytes == other.usable_bytes and self.is_cordoned == other.is_cordoned
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -76,7 +77,7 @@ class DescribeLogDirsResult:
 
 class DescribeLogDirsRequest:
     __slots__ = ('topics',)
-    VERSIONS = (0, 4)
+    VERSIONS = (0, 5)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -101,7 +102,7 @@ class DescribeLogDirsRequest:
 
 class DescribeLogDirsResponse:
     __slots__ = ('throttle_time_ms', 'error_code', 'results')
-    VERSIONS = (0, 4)
+    VERSIONS = (0, 5)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -129,6 +130,7 @@ class DescribeLogDirsResponse:
 _S_ih = Struct('>ih')
 _S_iqqo = Struct('>iqq?')
 _S_qq = Struct('>qq')
+_S_qqo = Struct('>qq?')
 
 
 def _dec_DescribableLogDirTopic_v0(buf, pos):
@@ -272,7 +274,7 @@ def _dec_DescribeLogDirsResult_v0(buf, pos):
         for _ in range(n1):
             x2, pos = _dec_DescribeLogDirsTopic_v0(buf, pos)
             f_topics.append(x2)
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1), pos
+    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1, False), pos
 
 
 def _dec_DescribeLogDirsResponse_v0(buf, pos):
@@ -378,7 +380,7 @@ def _dec_DescribeLogDirsResult_v2(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1), pos
+    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1, False), pos
 
 
 def _dec_DescribeLogDirsResponse_v2(buf, pos):
@@ -496,7 +498,7 @@ def _dec_DescribeLogDirsResult_v4(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes), pos
+    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, False), pos
 
 
 def _dec_DescribeLogDirsResponse_v4(buf, pos):
@@ -545,7 +547,76 @@ def _enc_DescribeLogDirsResponse_v4(w, o):
     out.append(0)
 
 
-_DECODERS_DescribeLogDirsRequest = {0: _dec_DescribeLogDirsRequest_v0, 1: _dec_DescribeLogDirsRequest_v0, 2: _dec_DescribeLogDirsRequest_v2, 3: _dec_DescribeLogDirsRequest_v2, 4: _dec_DescribeLogDirsRequest_v2}
-_ENCODERS_DescribeLogDirsRequest = {0: _enc_DescribeLogDirsRequest_v0, 1: _enc_DescribeLogDirsRequest_v0, 2: _enc_DescribeLogDirsRequest_v2, 3: _enc_DescribeLogDirsRequest_v2, 4: _enc_DescribeLogDirsRequest_v2}
-_DECODERS_DescribeLogDirsResponse = {0: _dec_DescribeLogDirsResponse_v0, 1: _dec_DescribeLogDirsResponse_v0, 2: _dec_DescribeLogDirsResponse_v2, 3: _dec_DescribeLogDirsResponse_v3, 4: _dec_DescribeLogDirsResponse_v4}
-_ENCODERS_DescribeLogDirsResponse = {0: _enc_DescribeLogDirsResponse_v0, 1: _enc_DescribeLogDirsResponse_v0, 2: _enc_DescribeLogDirsResponse_v2, 3: _enc_DescribeLogDirsResponse_v3, 4: _enc_DescribeLogDirsResponse_v4}
+def _dec_DescribeLogDirsResult_v5(buf, pos):
+    (f_error_code,) = I16.unpack_from(buf, pos)
+    pos += 2
+    f_log_dir, pos = read_compact_string(buf, pos)
+    if f_log_dir is None:
+        raise DecodeError('null log_dir is not allowed')
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null topics is not allowed')
+    else:
+        f_topics = []
+        for _ in range(n1):
+            x2, pos = _dec_DescribeLogDirsTopic_v2(buf, pos)
+            f_topics.append(x2)
+    f_total_bytes, f_usable_bytes, f_is_cordoned = _S_qqo.unpack_from(buf, pos)
+    pos += 17
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, f_is_cordoned), pos
+
+
+def _dec_DescribeLogDirsResponse_v5(buf, pos):
+    f_throttle_time_ms, f_error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null results is not allowed')
+    else:
+        f_results = []
+        for _ in range(n1):
+            x2, pos = _dec_DescribeLogDirsResult_v5(buf, pos)
+            f_results.append(x2)
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
+
+
+def _enc_DescribeLogDirsResult_v5(w, o):
+    out = w.buf
+    out += I16.pack(o.error_code)
+    write_compact_string(out, (o.log_dir if o.log_dir is not None else ''))
+    a1 = o.topics
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_DescribeLogDirsTopic_v2(w, x2)
+        out = w.buf
+    out += _S_qqo.pack(o.total_bytes, o.usable_bytes, o.is_cordoned)
+    out.append(0)
+
+
+def _enc_DescribeLogDirsResponse_v5(w, o):
+    out = w.buf
+    out += _S_ih.pack(o.throttle_time_ms, o.error_code)
+    a1 = o.results
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_DescribeLogDirsResult_v5(w, x2)
+        out = w.buf
+    out.append(0)
+
+
+_DECODERS_DescribeLogDirsRequest = {0: _dec_DescribeLogDirsRequest_v0, 1: _dec_DescribeLogDirsRequest_v0, 2: _dec_DescribeLogDirsRequest_v2, 3: _dec_DescribeLogDirsRequest_v2, 4: _dec_DescribeLogDirsRequest_v2, 5: _dec_DescribeLogDirsRequest_v2}
+_ENCODERS_DescribeLogDirsRequest = {0: _enc_DescribeLogDirsRequest_v0, 1: _enc_DescribeLogDirsRequest_v0, 2: _enc_DescribeLogDirsRequest_v2, 3: _enc_DescribeLogDirsRequest_v2, 4: _enc_DescribeLogDirsRequest_v2, 5: _enc_DescribeLogDirsRequest_v2}
+_DECODERS_DescribeLogDirsResponse = {0: _dec_DescribeLogDirsResponse_v0, 1: _dec_DescribeLogDirsResponse_v0, 2: _dec_DescribeLogDirsResponse_v2, 3: _dec_DescribeLogDirsResponse_v3, 4: _dec_DescribeLogDirsResponse_v4, 5: _dec_DescribeLogDirsResponse_v5}
+_ENCODERS_DescribeLogDirsResponse = {0: _enc_DescribeLogDirsResponse_v0, 1: _enc_DescribeLogDirsResponse_v0, 2: _enc_DescribeLogDirsResponse_v2, 3: _enc_DescribeLogDirsResponse_v3, 4: _enc_DescribeLogDirsResponse_v4, 5: _enc_DescribeLogDirsResponse_v5}

@@ -16,7 +16,7 @@ _MISSING = object()
 
 API_KEY = 2
 NAME = 'ListOffsets'
-VERSIONS = (0, 10)
+VERSIONS = (0, 11)
 FLEXIBLE_FROM = 6
 
 
@@ -77,7 +77,7 @@ class ListOffsetsTopicResponse:
 
 class ListOffsetsRequest:
     __slots__ = ('replica_id', 'isolation_level', 'topics', 'timeout_ms')
-    VERSIONS = (0, 10)
+    VERSIONS = (0, 11)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -105,7 +105,7 @@ class ListOffsetsRequest:
 
 class ListOffsetsResponse:
     __slots__ = ('throttle_time_ms', 'topics')
-    VERSIONS = (0, 10)
+    VERSIONS = (0, 11)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -770,7 +770,7 @@ def _enc_ListOffsetsResponse_v6(w, o):
     out.append(0)
 
 
-_DECODERS_ListOffsetsRequest = {0: _dec_ListOffsetsRequest_v0, 1: _dec_ListOffsetsRequest_v1, 2: _dec_ListOffsetsRequest_v2, 3: _dec_ListOffsetsRequest_v2, 4: _dec_ListOffsetsRequest_v4, 5: _dec_ListOffsetsRequest_v4, 6: _dec_ListOffsetsRequest_v6, 7: _dec_ListOffsetsRequest_v6, 8: _dec_ListOffsetsRequest_v6, 9: _dec_ListOffsetsRequest_v6, 10: _dec_ListOffsetsRequest_v10}
-_ENCODERS_ListOffsetsRequest = {0: _enc_ListOffsetsRequest_v0, 1: _enc_ListOffsetsRequest_v1, 2: _enc_ListOffsetsRequest_v2, 3: _enc_ListOffsetsRequest_v2, 4: _enc_ListOffsetsRequest_v4, 5: _enc_ListOffsetsRequest_v4, 6: _enc_ListOffsetsRequest_v6, 7: _enc_ListOffsetsRequest_v6, 8: _enc_ListOffsetsRequest_v6, 9: _enc_ListOffsetsRequest_v6, 10: _enc_ListOffsetsRequest_v10}
-_DECODERS_ListOffsetsResponse = {0: _dec_ListOffsetsResponse_v0, 1: _dec_ListOffsetsResponse_v1, 2: _dec_ListOffsetsResponse_v2, 3: _dec_ListOffsetsResponse_v2, 4: _dec_ListOffsetsResponse_v4, 5: _dec_ListOffsetsResponse_v4, 6: _dec_ListOffsetsResponse_v6, 7: _dec_ListOffsetsResponse_v6, 8: _dec_ListOffsetsResponse_v6, 9: _dec_ListOffsetsResponse_v6, 10: _dec_ListOffsetsResponse_v6}
-_ENCODERS_ListOffsetsResponse = {0: _enc_ListOffsetsResponse_v0, 1: _enc_ListOffsetsResponse_v1, 2: _enc_ListOffsetsResponse_v2, 3: _enc_ListOffsetsResponse_v2, 4: _enc_ListOffsetsResponse_v4, 5: _enc_ListOffsetsResponse_v4, 6: _enc_ListOffsetsResponse_v6, 7: _enc_ListOffsetsResponse_v6, 8: _enc_ListOffsetsResponse_v6, 9: _enc_ListOffsetsResponse_v6, 10: _enc_ListOffsetsResponse_v6}
+_DECODERS_ListOffsetsRequest = {0: _dec_ListOffsetsRequest_v0, 1: _dec_ListOffsetsRequest_v1, 2: _dec_ListOffsetsRequest_v2, 3: _dec_ListOffsetsRequest_v2, 4: _dec_ListOffsetsRequest_v4, 5: _dec_ListOffsetsRequest_v4, 6: _dec_ListOffsetsRequest_v6, 7: _dec_ListOffsetsRequest_v6, 8: _dec_ListOffsetsRequest_v6, 9: _dec_ListOffsetsRequest_v6, 10: _dec_ListOffsetsRequest_v10, 11: _dec_ListOffsetsRequest_v10}
+_ENCODERS_ListOffsetsRequest = {0: _enc_ListOffsetsRequest_v0, 1: _enc_ListOffsetsRequest_v1, 2: _enc_ListOffsetsRequest_v2, 3: _enc_ListOffsetsRequest_v2, 4: _enc_ListOffsetsRequest_v4, 5: _enc_ListOffsetsRequest_v4, 6: _enc_ListOffsetsRequest_v6, 7: _enc_ListOffsetsRequest_v6, 8: _enc_ListOffsetsRequest_v6, 9: _enc_ListOffsetsRequest_v6, 10: _enc_ListOffsetsRequest_v10, 11: _enc_ListOffsetsRequest_v10}
+_DECODERS_ListOffsetsResponse = {0: _dec_ListOffsetsResponse_v0, 1: _dec_ListOffsetsResponse_v1, 2: _dec_ListOffsetsResponse_v2, 3: _dec_ListOffsetsResponse_v2, 4: _dec_ListOffsetsResponse_v4, 5: _dec_ListOffsetsResponse_v4, 6: _dec_ListOffsetsResponse_v6, 7: _dec_ListOffsetsResponse_v6, 8: _dec_ListOffsetsResponse_v6, 9: _dec_ListOffsetsResponse_v6, 10: _dec_ListOffsetsResponse_v6, 11: _dec_ListOffsetsResponse_v6}
+_ENCODERS_ListOffsetsResponse = {0: _enc_ListOffsetsResponse_v0, 1: _enc_ListOffsetsResponse_v1, 2: _enc_ListOffsetsResponse_v2, 3: _enc_ListOffsetsResponse_v2, 4: _enc_ListOffsetsResponse_v4, 5: _enc_ListOffsetsResponse_v4, 6: _enc_ListOffsetsResponse_v6, 7: _enc_ListOffsetsResponse_v6, 8: _enc_ListOffsetsResponse_v6, 9: _enc_ListOffsetsResponse_v6, 10: _enc_ListOffsetsResponse_v6, 11: _enc_ListOffsetsResponse_v6}

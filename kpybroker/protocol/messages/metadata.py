@@ -16,7 +16,7 @@ _MISSING = object()
 
 API_KEY = 3
 NAME = 'Metadata'
-VERSIONS = (0, 12)
+VERSIONS = (0, 13)
 FLEXIBLE_FROM = 9
 
 
@@ -87,7 +87,7 @@ class MetadataResponseTopic:
 
 class MetadataRequest:
     __slots__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations')
-    VERSIONS = (0, 12)
+    VERSIONS = (0, 13)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -114,8 +114,8 @@ class MetadataRequest:
 
 
 class MetadataResponse:
-    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations')
-    VERSIONS = (0, 12)
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'error_code')
+    VERSIONS = (0, 13)
     @staticmethod
     def decode(buf, pos, version):
         try:
@@ -129,15 +129,16 @@ class MetadataResponse:
         return w.finish()
     def encode_bytes(self, version):
         return b''.join(self.encode(version))
-    def __init__(self, throttle_time_ms=_MISSING, brokers=_MISSING, cluster_id=_MISSING, controller_id=_MISSING, topics=_MISSING, cluster_authorized_operations=_MISSING):
+    def __init__(self, throttle_time_ms=_MISSING, brokers=_MISSING, cluster_id=_MISSING, controller_id=_MISSING, topics=_MISSING, cluster_authorized_operations=_MISSING, error_code=_MISSING):
         self.throttle_time_ms = 0 if throttle_time_ms is _MISSING else throttle_time_ms
         self.brokers = [] if brokers is _MISSING else brokers
         self.cluster_id = None if cluster_id is _MISSING else cluster_id
         self.controller_id = -1 if controller_id is _MISSING else controller_id
         self.topics = [] if topics is _MISSING else topics
         self.cluster_authorized_operations = -2147483648 if cluster_authorized_operations is _MISSING else cluster_authorized_operations
+        self.error_code = 0 if error_code is _MISSING else error_code
     def __eq__(self, other):
-        return type(other) is type(self) and self.throttle_time_ms == other.throttle_time_ms and self.brokers == other.brokers and self.cluster_id == other.cluster_id and self.controller_id == other.controller_id and self.topics == other.topics and self.cluster_authorized_operations == other.cluster_authorized_operations
+        return type(other) is type(self) and self.throttle_time_ms == other.throttle_time_ms and self.brokers == other.brokers and self.cluster_id == other.cluster_id and self.controller_id == other.controller_id and self.topics == other.topics and self.cluster_authorized_operations == other.cluster_authorized_operations and self.error_code == other.error_code
     def __repr__(self):
         args = ', '.join(f'{s}={getattr(self, s)!r}' for s in self.__slots__)
         return f'{type(self).__name__}({args})'
@@ -465,7 +466,7 @@ def _dec_MetadataResponse_v0(buf, pos):
         for _ in range(n3):
             x4, pos = _dec_MetadataResponseTopic_v0(buf, pos)
             f_topics.append(x4)
-    return MetadataResponse(0, f_brokers, None, -1, f_topics, -2147483648), pos
+    return MetadataResponse(0, f_brokers, None, -1, f_topics, -2147483648, 0), pos
 
 
 def _enc_MetadataResponseBroker_v0(w, o):
@@ -574,7 +575,7 @@ def _dec_MetadataResponse_v1(buf, pos):
         for _ in range(n3):
             x4, pos = _dec_MetadataResponseTopic_v1(buf, pos)
             f_topics.append(x4)
-    return MetadataResponse(0, f_brokers, None, f_controller_id, f_topics, -2147483648), pos
+    return MetadataResponse(0, f_brokers, None, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _enc_MetadataResponseBroker_v1(w, o):
@@ -641,7 +642,7 @@ def _dec_MetadataResponse_v2(buf, pos):
         for _ in range(n3):
             x4, pos = _dec_MetadataResponseTopic_v1(buf, pos)
             f_topics.append(x4)
-    return MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
+    return MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _enc_MetadataResponse_v2(w, o):
@@ -689,7 +690,7 @@ def _dec_MetadataResponse_v3(buf, pos):
         for _ in range(n3):
             x4, pos = _dec_MetadataResponseTopic_v1(buf, pos)
             f_topics.append(x4)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _enc_MetadataResponse_v3(w, o):
@@ -778,7 +779,7 @@ def _dec_MetadataResponse_v5(buf, pos):
         for _ in range(n3):
             x4, pos = _dec_MetadataResponseTopic_v5(buf, pos)
             f_topics.append(x4)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _enc_MetadataResponsePartition_v5(w, o):
@@ -901,7 +902,7 @@ def _dec_MetadataResponse_v7(buf, pos):
         for _ in range(n3):
             x4, pos = _dec_MetadataResponseTopic_v7(buf, pos)
             f_topics.append(x4)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _enc_MetadataResponsePartition_v7(w, o):
@@ -1007,7 +1008,7 @@ def _dec_MetadataResponse_v8(buf, pos):
             f_topics.append(x4)
     (f_cluster_authorized_operations,) = I32.unpack_from(buf, pos)
     pos += 4
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations), pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
 
 def _enc_MetadataResponseTopic_v8(w, o):
@@ -1144,7 +1145,7 @@ def _dec_MetadataResponse_v9(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations), pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
 
 def _enc_MetadataResponseBroker_v9(w, o):
@@ -1273,7 +1274,7 @@ def _dec_MetadataResponse_v10(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations), pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
 
 def _enc_MetadataResponseTopic_v10(w, o):
@@ -1345,7 +1346,7 @@ def _dec_MetadataResponse_v11(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _enc_MetadataResponse_v11(w, o):
@@ -1423,7 +1424,7 @@ def _dec_MetadataResponse_v12(buf, pos):
     for _ in range(ntags):
         tag, pos = read_uvarint(buf, pos)
         pos = skip_tagged_field(buf, pos)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _enc_MetadataResponseTopic_v12(w, o):
@@ -1468,8 +1469,65 @@ def _enc_MetadataResponse_v12(w, o):
     out.append(0)
 
 
-_DECODERS_MetadataRequest = {0: _dec_MetadataRequest_v0, 1: _dec_MetadataRequest_v1, 2: _dec_MetadataRequest_v1, 3: _dec_MetadataRequest_v1, 4: _dec_MetadataRequest_v4, 5: _dec_MetadataRequest_v4, 6: _dec_MetadataRequest_v4, 7: _dec_MetadataRequest_v4, 8: _dec_MetadataRequest_v8, 9: _dec_MetadataRequest_v9, 10: _dec_MetadataRequest_v10, 11: _dec_MetadataRequest_v11, 12: _dec_MetadataRequest_v11}
-_ENCODERS_MetadataRequest = {0: _enc_MetadataRequest_v0, 1: _enc_MetadataRequest_v1, 2: _enc_MetadataRequest_v1, 3: _enc_MetadataRequest_v1, 4: _enc_MetadataRequest_v4, 5: _enc_MetadataRequest_v4, 6: _enc_MetadataRequest_v4, 7: _enc_MetadataRequest_v4, 8: _enc_MetadataRequest_v8, 9: _enc_MetadataRequest_v9, 10: _enc_MetadataRequest_v10, 11: _enc_MetadataRequest_v11, 12: _enc_MetadataRequest_v11}
-_DECODERS_MetadataResponse = {0: _dec_MetadataResponse_v0, 1: _dec_MetadataResponse_v1, 2: _dec_MetadataResponse_v2, 3: _dec_MetadataResponse_v3, 4: _dec_MetadataResponse_v3, 5: _dec_MetadataResponse_v5, 6: _dec_MetadataResponse_v5, 7: _dec_MetadataResponse_v7, 8: _dec_MetadataResponse_v8, 9: _dec_MetadataResponse_v9, 10: _dec_MetadataResponse_v10, 11: _dec_MetadataResponse_v11, 12: _dec_MetadataResponse_v12}
-_ENCODERS_MetadataResponse = {0: _enc_MetadataResponse_v0, 1: _enc_MetadataResponse_v1, 2: _enc_MetadataResponse_v2, 3: _enc_MetadataResponse_v3, 4: _enc_MetadataResponse_v3, 5: _enc_MetadataResponse_v5, 6: _enc_MetadataResponse_v5, 7: _enc_MetadataResponse_v7, 8: _enc_MetadataResponse_v8, 9: _enc_MetadataResponse_v9, 10: _enc_MetadataResponse_v10, 11: _enc_MetadataResponse_v11, 12: _enc_MetadataResponse_v12}
-_ENCODERS_MetadataResponseTopic = {0: _enc_MetadataResponseTopic_v0, 1: _enc_MetadataResponseTopic_v1, 2: _enc_MetadataResponseTopic_v1, 3: _enc_MetadataResponseTopic_v1, 4: _enc_MetadataResponseTopic_v1, 5: _enc_MetadataResponseTopic_v5, 6: _enc_MetadataResponseTopic_v5, 7: _enc_MetadataResponseTopic_v7, 8: _enc_MetadataResponseTopic_v8, 9: _enc_MetadataResponseTopic_v9, 10: _enc_MetadataResponseTopic_v10, 11: _enc_MetadataResponseTopic_v10, 12: _enc_MetadataResponseTopic_v12}
+def _dec_MetadataResponse_v13(buf, pos):
+    (f_throttle_time_ms,) = I32.unpack_from(buf, pos)
+    pos += 4
+    n1, pos = read_compact_array_length(buf, pos)
+    if n1 < 0:
+        raise DecodeError('null brokers is not allowed')
+    else:
+        f_brokers = []
+        for _ in range(n1):
+            x2, pos = _dec_MetadataResponseBroker_v9(buf, pos)
+            f_brokers.append(x2)
+    f_cluster_id, pos = read_compact_string(buf, pos)
+    (f_controller_id,) = I32.unpack_from(buf, pos)
+    pos += 4
+    n3, pos = read_compact_array_length(buf, pos)
+    if n3 < 0:
+        raise DecodeError('null topics is not allowed')
+    else:
+        f_topics = []
+        for _ in range(n3):
+            x4, pos = _dec_MetadataResponseTopic_v12(buf, pos)
+            f_topics.append(x4)
+    (f_error_code,) = I16.unpack_from(buf, pos)
+    pos += 2
+    ntags, pos = read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = read_uvarint(buf, pos)
+        pos = skip_tagged_field(buf, pos)
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, f_error_code), pos
+
+
+def _enc_MetadataResponse_v13(w, o):
+    out = w.buf
+    out += I32.pack(o.throttle_time_ms)
+    a1 = o.brokers
+    if a1 is None:
+        a1 = []
+    write_uvarint(out, len(a1) + 1)
+    for x2 in a1:
+        _enc_MetadataResponseBroker_v9(w, x2)
+        out = w.buf
+    write_compact_string(out, o.cluster_id)
+    out += I32.pack(o.controller_id)
+    a3 = o.topics
+    if a3 is None:
+        a3 = []
+    write_uvarint(out, len(a3) + 1)
+    for x4 in a3:
+        if x4.__class__ is Encoded:
+            out += x4
+        else:
+            _enc_MetadataResponseTopic_v12(w, x4)
+            out = w.buf
+    out += I16.pack(o.error_code)
+    out.append(0)
+
+
+_DECODERS_MetadataRequest = {0: _dec_MetadataRequest_v0, 1: _dec_MetadataRequest_v1, 2: _dec_MetadataRequest_v1, 3: _dec_MetadataRequest_v1, 4: _dec_MetadataRequest_v4, 5: _dec_MetadataRequest_v4, 6: _dec_MetadataRequest_v4, 7: _dec_MetadataRequest_v4, 8: _dec_MetadataRequest_v8, 9: _dec_MetadataRequest_v9, 10: _dec_MetadataRequest_v10, 11: _dec_MetadataRequest_v11, 12: _dec_MetadataRequest_v11, 13: _dec_MetadataRequest_v11}
+_ENCODERS_MetadataRequest = {0: _enc_MetadataRequest_v0, 1: _enc_MetadataRequest_v1, 2: _enc_MetadataRequest_v1, 3: _enc_MetadataRequest_v1, 4: _enc_MetadataRequest_v4, 5: _enc_MetadataRequest_v4, 6: _enc_MetadataRequest_v4, 7: _enc_MetadataRequest_v4, 8: _enc_MetadataRequest_v8, 9: _enc_MetadataRequest_v9, 10: _enc_MetadataRequest_v10, 11: _enc_MetadataRequest_v11, 12: _enc_MetadataRequest_v11, 13: _enc_MetadataRequest_v11}
+_DECODERS_MetadataResponse = {0: _dec_MetadataResponse_v0, 1: _dec_MetadataResponse_v1, 2: _dec_MetadataResponse_v2, 3: _dec_MetadataResponse_v3, 4: _dec_MetadataResponse_v3, 5: _dec_MetadataResponse_v5, 6: _dec_MetadataResponse_v5, 7: _dec_MetadataResponse_v7, 8: _dec_MetadataResponse_v8, 9: _dec_MetadataResponse_v9, 10: _dec_MetadataResponse_v10, 11: _dec_MetadataResponse_v11, 12: _dec_MetadataResponse_v12, 13: _dec_MetadataResponse_v13}
+_ENCODERS_MetadataResponse = {0: _enc_MetadataResponse_v0, 1: _enc_MetadataResponse_v1, 2: _enc_MetadataResponse_v2, 3: _enc_MetadataResponse_v3, 4: _enc_MetadataResponse_v3, 5: _enc_MetadataResponse_v5, 6: _enc_MetadataResponse_v5, 7: _enc_MetadataResponse_v7, 8: _enc_MetadataResponse_v8, 9: _enc_MetadataResponse_v9, 10: _enc_MetadataResponse_v10, 11: _enc_MetadataResponse_v11, 12: _enc_MetadataResponse_v12, 13: _enc_MetadataResponse_v13}
+_ENCODERS_MetadataResponseTopic = {0: _enc_MetadataResponseTopic_v0, 1: _enc_MetadataResponseTopic_v1, 2: _enc_MetadataResponseTopic_v1, 3: _enc_MetadataResponseTopic_v1, 4: _enc_MetadataResponseTopic_v1, 5: _enc_MetadataResponseTopic_v5, 6: _enc_MetadataResponseTopic_v5, 7: _enc_MetadataResponseTopic_v7, 8: _enc_MetadataResponseTopic_v8, 9: _enc_MetadataResponseTopic_v9, 10: _enc_MetadataResponseTopic_v10, 11: _enc_MetadataResponseTopic_v10, 12: _enc_MetadataResponseTopic_v12, 13: _enc_MetadataResponseTopic_v12}
