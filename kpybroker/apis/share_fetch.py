@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kpybroker.apis.share_group import valid_member_id
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.leadership import HINTED_ERRORS, leader_endpoints
 from kpybroker.apis.support.registry import api
@@ -141,7 +142,9 @@ def fetch_error(code: ErrorCode, message: str | None = None) -> ShareFetchRespon
 @api(share_fetch, 1, 2)
 async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
-    if not group_id or not member_id:
+    # Kafka refuses a null group ID (an empty one is a group like any other) and a member ID
+    # that is null, empty or longer than 36 characters.
+    if group_id is None or member_id is None or not valid_member_id(member_id):
         return fetch_error(ErrorCode.INVALID_REQUEST)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
         return fetch_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -232,7 +235,7 @@ async def handle_share_acknowledge(
     def refuse(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
         return ShareAcknowledgeResponse(error_code=code, error_message=message)
 
-    if not group_id or not member_id:
+    if group_id is None or member_id is None or not valid_member_id(member_id):
         return refuse(ErrorCode.INVALID_REQUEST)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
         return refuse(ErrorCode.GROUP_AUTHORIZATION_FAILED)

@@ -13,8 +13,8 @@ offset APIs are not advertised (``api_versions``) and answer UNSUPPORTED_VERSION
 The group state machine lives in kpybroker/coordinator (``share_group_protocol``).
 
 Authorization, as Kafka's request handler: a heartbeat needs READ on the group
-(GROUP_AUTHORIZATION_FAILED), a member ID (INVALID_REQUEST, no message), then
-DESCRIBE on every topic it subscribes to
+(GROUP_AUTHORIZATION_FAILED), a member ID of 1 to 36 characters (INVALID_REQUEST, no
+message), then DESCRIBE on every topic it subscribes to
 (TOPIC_AUTHORIZATION_FAILED, without saying which). A description needs
 DESCRIBE on the group, else that group is answered GROUP_AUTHORIZATION_FAILED
 (ahead of the others); with an authorizer, a group whose members are assigned a
@@ -49,11 +49,19 @@ SHARE_VERSION_LEVELS = (0, 1)
 UNAUTHORIZED_TOPICS = (
     "The group has described topic(s) that the client is not authorized to describe."
 )
+#: The longest member ID Kafka's request handler takes (a UUID's text, KafkaApis.isMemberIdValid).
+MAX_MEMBER_ID_LENGTH = 36
 
 
 def share_version(ctx: RequestContext) -> int:
     """The finalized level of the ``share.version`` feature."""
     return int(ctx.services.config().get(SHARE_VERSION) or 0)
+
+
+def valid_member_id(member_id: str | None) -> bool:
+    """Kafka's ``KafkaApis.isMemberIdValid``, for ShareGroupHeartbeat, ShareFetch and
+    ShareAcknowledge: present, not empty, at most 36 characters (a blank one passes)."""
+    return bool(member_id) and len(member_id) <= MAX_MEMBER_ID_LENGTH
 
 
 def share_groups_enabled(ctx: RequestContext) -> bool:
@@ -69,9 +77,9 @@ async def handle_share_group_heartbeat(
         return heartbeat_error(ErrorCode.UNSUPPORTED_VERSION)
     if not may_read_group(ctx, request.group_id):
         return heartbeat_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if not request.member_id:
-        # Kafka 4.4 refuses an empty member ID before its coordinator, without a message (a
-        # blank one gets the coordinator's "MemberId can't be empty.").
+    if not valid_member_id(request.member_id):
+        # Kafka 4.4 refuses an empty or overlong member ID before its coordinator, without a
+        # message (a blank one gets the coordinator's "MemberId can't be empty.").
         return heartbeat_error(ErrorCode.INVALID_REQUEST)
     names = set(request.subscribed_topic_names or ())
     if len(ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)) < len(names):

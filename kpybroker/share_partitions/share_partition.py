@@ -31,6 +31,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from itertools import pairwise
 from typing import NamedTuple
 
 from kpybroker.protocol.errors import ErrorCode
@@ -79,6 +80,9 @@ class Run:
 PAST_ACQUIRED = "Batch record not found. The first offset in request is past acquired records."
 PAST_ACQUIRED_LAST = "Batch record not found. The last offset in request is past acquired records."
 NOT_ACQUIRED = "The batch cannot be acknowledged. The subset batch is not in the acquired state."
+#: A record already acknowledged by an earlier batch of the same request (Kafka tracks that
+#: batch's records one by one from the first acknowledgement of part of it).
+OFFSET_NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acquired."
 NOT_OWNER = "Member is not the owner of batch record"
 
 
@@ -91,12 +95,14 @@ class Refusal(NamedTuple):
 
 def valid_batches(batches: Sequence[tuple[int, int, Sequence[int]]], renew: bool) -> bool:
     """Whether a partition's acknowledgement batches are well formed, as Kafka checks them
-    before looking at any record (INVALID_REQUEST otherwise): each range in order, not
-    overlapping the one before, with one known type or one per record, and renewals only
-    where the request says it carries them."""
+    before looking at any record (INVALID_REQUEST otherwise): each range in order, starting
+    no earlier than the last offset of the one before (two batches may share that offset:
+    Kafka's ``validateAcknowledgementBatches`` refuses only a first offset below it), with
+    one known type or one per record, and renewals only where the request says it carries
+    them."""
     previous_last = -1
     for first, last, types in batches:
-        if first > last or first <= previous_last:
+        if first > last or first < previous_last:
             return False
         if len(types) != 1 and len(types) != last - first + 1:
             return False
@@ -104,6 +110,23 @@ def valid_batches(batches: Sequence[tuple[int, int, Sequence[int]]], renew: bool
             return False
         previous_last = last
     return True
+
+
+def shared_offset_refusal(
+    batches: Sequence[tuple[int, int, Sequence[int]]], start_offset: int
+) -> Refusal | None:
+    """Kafka applies a partition's batches one after the other, all or none: a batch that
+    starts on the last offset of the one before (``valid_batches`` allows it) finds that
+    record no longer acquired, unless the first renewed it or the second marks it a gap
+    (a gap is archived whatever its state). Records below the start offset are ignored."""
+    for (_, last, types), (first, _, next_types) in pairwise(batches):
+        if first != last or first < start_offset:
+            continue
+        # One type for the whole batch, or one per record: the last is the last record's.
+        if types[-1] == AckType.RENEW or next_types[0] == AckType.GAP:
+            continue
+        return Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_ACQUIRED)
+    return None
 
 
 class Acquired(NamedTuple):

@@ -46,6 +46,7 @@ from kpybroker.share_partitions.share_partition import (
     LogBatch,
     Refusal,
     SharePartition,
+    shared_offset_refusal,
     valid_batches,
 )
 from kpybroker.share_partitions.share_sessions import ShareSession, ShareSessions
@@ -295,6 +296,9 @@ class SharePartitionManager:
             refusal = state.check_acquired(member_id, ack.first_offset, ack.last_offset)
             if refusal is not None:
                 return refusal
+        refusal = shared_offset_refusal(acks, state.start_offset)
+        if refusal is not None:
+            return refusal
         changed: list[StateBatch] = []
         settings = self.settings_of(key.group_id)
         for ack in acks:

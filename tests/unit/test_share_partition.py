@@ -9,6 +9,7 @@ from kpybroker.share_coordinator.persister import DeliveryState, StateBatch
 from kpybroker.share_partitions.share_partition import (
     NOT_ACQUIRED,
     NOT_OWNER,
+    OFFSET_NOT_ACQUIRED,
     PAST_ACQUIRED,
     PAST_ACQUIRED_LAST,
     AckType,
@@ -16,6 +17,7 @@ from kpybroker.share_partitions.share_partition import (
     LogBatch,
     Refusal,
     SharePartition,
+    shared_offset_refusal,
     valid_batches,
 )
 from kpybroker.share_partitions.share_sessions import (
@@ -106,6 +108,21 @@ def test_malformed_acknowledgement_batches_are_refused_before_any_record() -> No
     assert not valid_batches([(0, 4, [ACCEPT]), (3, 6, [ACCEPT])], renew=False)  # overlap
     assert not valid_batches([(0, 4, [RENEW])], renew=False)
     assert valid_batches([(0, 4, [RENEW])], renew=True)
+    # Kafka refuses only a batch starting before the last offset of the one before.
+    assert valid_batches([(0, 4, [ACCEPT]), (4, 6, [ACCEPT])], renew=False)
+
+
+def test_a_batch_starting_on_the_last_offset_of_the_one_before_finds_it_acknowledged() -> None:
+    shared = [(5, 6, [ACCEPT]), (6, 7, [ACCEPT])]
+    refused = Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_ACQUIRED)
+    assert shared_offset_refusal(shared, start_offset=0) == refused
+    assert shared_offset_refusal([(5, 6, [RELEASE, REJECT]), (6, 7, [ACCEPT])], 0) == refused
+    # Below the start offset it is ignored; a renewed record is still acquired; a gap is
+    # archived whatever its state; batches apart share nothing.
+    assert shared_offset_refusal(shared, start_offset=7) is None
+    assert shared_offset_refusal([(5, 6, [ACCEPT, RENEW]), (6, 7, [ACCEPT])], 0) is None
+    assert shared_offset_refusal([(5, 6, [ACCEPT]), (6, 7, [GAP, ACCEPT])], 0) is None
+    assert shared_offset_refusal([(5, 6, [ACCEPT]), (7, 8, [ACCEPT])], 0) is None
 
 
 def test_an_expired_lock_releases_and_the_delivery_limit_archives() -> None:

@@ -96,6 +96,33 @@ NULLABLE: dict[tuple[str, str], str] = {
     ("DescribeUserScramCredentials", "error_message"): "authz_cluster_admin",
     ("DescribeUserScramCredentials", "results/error_message"): "authz_cluster_admin",
     ("AlterUserScramCredentials", "results/error_message"): "authz_cluster_admin",
+    ("ShareGroupHeartbeat", "error_message"): "share_group_heartbeat_error_paths",
+    ("ShareGroupHeartbeat", "member_id"): "share_group_heartbeat_error_paths",
+    ("ShareGroupHeartbeat", "assignment"): "share_group_heartbeat_error_paths",
+    ("ShareGroupDescribe", "groups/error_message"): "share_group_describe_error_paths",
+    ("ShareGroupDescribe", "groups/members/rack_id"): "share_group_describe_error_paths",
+    ("ShareFetch", "error_message"): "share_fetch_acknowledge_cycle",
+    ("ShareFetch", "responses/partitions/error_message"): "share_fetch_acknowledge_cycle",
+    ("ShareFetch", "responses/partitions/acknowledge_error_message"): (
+        "share_fetch_acknowledge_cycle"
+    ),
+    ("ShareAcknowledge", "error_message"): "share_session_error_paths",
+    ("ShareAcknowledge", "responses/partitions/error_message"): "share_session_error_paths",
+    ("DescribeShareGroupOffsets", "groups/error_message"): "share_group_offsets_error_paths",
+    ("DescribeShareGroupOffsets", "groups/topics/partitions/error_message"): (
+        "share_group_offsets_error_paths"
+    ),
+    ("AlterShareGroupOffsets", "error_message"): "share_group_offsets_error_paths",
+    ("AlterShareGroupOffsets", "responses/partitions/error_message"): (
+        "share_group_offsets_error_paths"
+    ),
+    ("DeleteShareGroupOffsets", "error_message"): "share_group_offsets_error_paths",
+    ("DeleteShareGroupOffsets", "responses/error_message"): "share_group_offsets_error_paths",
+    ("InitializeShareGroupState", "results/partitions/error_message"): "share_state_answers",
+    ("ReadShareGroupState", "results/partitions/error_message"): "share_state_answers",
+    ("WriteShareGroupState", "results/partitions/error_message"): "share_state_answers",
+    ("DeleteShareGroupState", "results/partitions/error_message"): "share_state_answers",
+    ("ReadShareGroupStateSummary", "results/partitions/error_message"): "share_state_answers",
 }
 
 #: Fields only an answer naming another broker carries, with what Kafka puts there.
@@ -107,6 +134,16 @@ NOT_ON_ONE_NODE: dict[tuple[str, str], str] = {
     ("Fetch", "node_endpoints/rack"): (
         "node endpoints come only with NOT_LEADER_OR_FOLLOWER, which a lone broker never "
         "answers; Kafka sends the leader's Node.rack(), null when it has none, as kpybroker"
+    ),
+    ("ShareFetch", "node_endpoints/rack"): (
+        "node endpoints come only with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, which a "
+        "lone broker never answers; Kafka sends the leader's Node.rack(), null when it has "
+        "none, as kpybroker"
+    ),
+    ("ShareAcknowledge", "node_endpoints/rack"): (
+        "node endpoints come only with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, which a "
+        "lone broker never answers; Kafka sends the leader's Node.rack(), null when it has "
+        "none, as kpybroker"
     ),
 }
 

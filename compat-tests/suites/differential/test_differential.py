@@ -23,6 +23,7 @@ from . import (  # noqa: F401  (register the scenarios)
     consumer_groups,
     error_paths,
     scenarios,
+    share_groups,
     transactions,
     whole_answers,
 )
