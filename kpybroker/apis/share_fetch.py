@@ -8,6 +8,9 @@ Every fetch reads all of the session's partitions. Acknowledgements of
 records acquired earlier ride on a ShareFetch, or come alone in a
 ShareAcknowledge; each is answered once persisted.
 
+Served only while share groups are on (``share_group.share_groups_enabled``), else
+UNSUPPORTED_VERSION, as Kafka answers with ``share.version`` 0.
+
 Versions: both APIs start at 1 (Kafka 4.1's stable form: ``max_records`` and
 ``batch_size``); 2 adds the renew acknowledgement type (4) with
 ``is_renew_ack``, and ShareAcknowledge's ``acquisition_lock_timeout_ms``.
@@ -29,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kpybroker.apis.share_group import valid_member_id
+from kpybroker.apis.share_group import share_groups_enabled, valid_member_id
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.leadership import HINTED_ERRORS, leader_endpoints
 from kpybroker.apis.support.registry import api
@@ -142,6 +145,8 @@ def fetch_error(code: ErrorCode, message: str | None = None) -> ShareFetchRespon
 @api(share_fetch, 1, 2)
 async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    if not share_groups_enabled(ctx):
+        return fetch_error(ErrorCode.UNSUPPORTED_VERSION)
     # Kafka refuses a null group ID (an empty one is a group like any other) and a member ID
     # that is null, empty or longer than 36 characters.
     if group_id is None or member_id is None or not valid_member_id(member_id):
@@ -235,6 +240,8 @@ async def handle_share_acknowledge(
     def refuse(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
         return ShareAcknowledgeResponse(error_code=code, error_message=message)
 
+    if not share_groups_enabled(ctx):
+        return refuse(ErrorCode.UNSUPPORTED_VERSION)
     if group_id is None or member_id is None or not valid_member_id(member_id):
         return refuse(ErrorCode.INVALID_REQUEST)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):

@@ -13,6 +13,8 @@ from kpybroker.protocol.messages import (
 )
 from kpybroker.protocol.messages import (
     api_versions,
+    share_acknowledge,
+    share_fetch,
     share_group_describe,
     share_group_heartbeat,
 )
@@ -102,6 +104,12 @@ def test_share_version_0_turns_share_groups_off() -> None:
     assert call(off, delete.DeleteShareGroupOffsetsRequest("g", []), 0).error_code == (
         ErrorCode.UNSUPPORTED_VERSION
     )
+    fetch = share_fetch.ShareFetchRequest(group_id="g", member_id="m", share_session_epoch=0)
+    assert call(off, fetch, 2).error_code == ErrorCode.UNSUPPORTED_VERSION
+    ack = share_acknowledge.ShareAcknowledgeRequest(
+        group_id="g", member_id="m", share_session_epoch=1
+    )
+    assert call(off, ack, 2).error_code == ErrorCode.UNSUPPORTED_VERSION
     # group.share.enable turns them on whatever the feature's level.
     on = services(config={**OFF, "group.share.enable": "true"})
     assert SHARE_APIS - {78, 79} <= {
