@@ -377,6 +377,10 @@ class SharePartitionManager:
             # The group coordinator initializes a partition's state before it assigns it:
             # none means no share group reads it here (Kafka fails the same way).
             raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR)
+        if error in FENCED:
+            # A newer leader has read the state: this broker no longer leads the partition,
+            # whatever its metadata says yet; the client should look for the leader.
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if error or persisted is None:
             log.warning("cannot read the share state of %s: %s", key.coordinator_key(), error.name)
             raise KafkaError(error)
