@@ -259,7 +259,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "connection."),
     ConfigKey("socket.listen.backlog.size", INT, 50, MEDIUM, valid=Range(1),
               enforced=True,
-              doc="Length of the listen backlog of server sockets."),
+              doc="Length of the listen backlog of server sockets: connections waiting on "
+                  "the connection limits (the kernel's queue of unaccepted ones holds at "
+                  "least 1024, as the event loop accepts between other work)."),
     ConfigKey("socket.connection.setup.timeout.ms", LONG, 10_000, MEDIUM,
               doc="How long the broker's own clients wait for a connection to be set up, at "
                   "first."),

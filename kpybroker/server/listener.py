@@ -11,6 +11,15 @@ from kpybroker.server.tls import tls_server_protocol
 
 log = logging.getLogger(__name__)
 
+#: The least length of the kernel's queue of connections not yet accepted. Kafka's acceptor
+#: thread takes each connection off that queue as it arrives, so ``socket.listen.backlog.size``
+#: (50) is plenty there; asyncio accepts only when the event loop is free, and a burst of new
+#: connections while it is busy (50 consumers joining a group: 100 connections within 100 ms)
+#: overflowed a queue of 50: the kernel dropped their SYNs and the clients retried a second
+#: later. Connections waiting on connection limits are still held to the configured size, in
+#: ``ConnectionGate``.
+MIN_ACCEPT_QUEUE = 1024
+
 
 async def start_listener(
     services: Services,
@@ -23,7 +32,8 @@ async def start_listener(
     """Listen on ``host:port`` (all interfaces when host is empty; port 0 picks a free one).
 
     Each accepted connection is kept in ``open_connections`` while it is open, so
-    that the broker can close them all when it stops.
+    that the broker can close them all when it stops. The kernel queues at least
+    ``MIN_ACCEPT_QUEUE`` connections for the event loop to accept (see there).
     """
     loop = asyncio.get_running_loop()
     tls = settings.security.tls
@@ -37,9 +47,15 @@ async def start_listener(
         host or None,
         port,
         reuse_address=True,
-        backlog=backlog,
+        backlog=accept_queue(backlog),
     )
     return server  # asyncio and uvloop both set TCP_NODELAY on accepted sockets
+
+
+def accept_queue(backlog: int) -> int:
+    """The length of the kernel's queue of connections not yet accepted, for
+    ``socket.listen.backlog.size`` = ``backlog`` (Linux caps it at ``net.core.somaxconn``)."""
+    return max(backlog, MIN_ACCEPT_QUEUE)
 
 
 def bound_port(server: asyncio.Server) -> int:
