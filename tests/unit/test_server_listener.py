@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from kpybroker.server.listener import MIN_ACCEPT_QUEUE, accept_queue
 
-#: More connections than Kafka's default socket.listen.backlog.size (50), all at once.
-BURST = 200
-
 
 def test_the_accept_queue_is_at_least_the_minimum() -> None:
     assert accept_queue(50) == MIN_ACCEPT_QUEUE
