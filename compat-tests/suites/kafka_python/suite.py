@@ -36,11 +36,9 @@ KAFKA_PYTHON_VERSION = "3.0.12"
 SDIST_SHA256 = "4ccda3616b9aa5c353d74a97f2770d6cd1b950890d77ab0e8890e09a48eeed65"
 #: The broker version the suite is told it runs against, by target. It picks which
 #: tests run and the api_version every client is built with, so it must be the
-#: Kafka release whose API versions the broker has: kpybroker serves Kafka 4.1's
-#: (ListOffsets v10, DescribeLogDirs v4, ...; told 4.4, the suite expects what
-#: 4.2 and 4.3 added), the reference is the Apache Kafka the Java and
-#: differential suites pin (compat-tests/java/pom.xml).
-KAFKA_VERSIONS = {"kpybroker": "4.1.0", "kafka": kafka_version()}
+#: Kafka release whose API versions the broker has: both serve Apache Kafka 4.4's
+#: (the release the Java and differential suites pin, compat-tests/java/pom.xml).
+KAFKA_VERSIONS = {"kpybroker": kafka_version(), "kafka": kafka_version()}
 TEST_FILES = (
     "test/integration/test_producer_integration.py",
     "test/integration/test_consumer_integration.py",
