@@ -72,6 +72,20 @@ def summary_line(result: SuiteResult) -> str:
     return text
 
 
+def failure_details(results: list[SuiteResult], max_lines: int = 12) -> list[str]:
+    """The first lines of each failing test's message, for a CI log that keeps only its tail."""
+    lines = []
+    for result in results:
+        for test in result.tests:
+            if test.status == "failed" and test.message:
+                lines.append(f"--- {result.suite}: {test.id}")
+                message = test.message.strip().splitlines()
+                if len(message) > max_lines:  # the exception's line, then the traceback's end
+                    message = [*message[:2], "...", *message[2 - max_lines :]]
+                lines.extend(f"    {line[:240]}" for line in message)
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     suites = all_suites()
     by_name = {s.name: s for s in suites}
@@ -110,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"({known} known failures and {skipped} listed skips, with reasons in the report)")
     if broken:
         print(f"failed suites: {', '.join(broken)}")
+        print("\n".join(failure_details(results)))
     # The plain closing line CI reads; failing counts tests and broken suites' problems.
     failing += sum(
         1

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from compat.cli import failure_details
 from compat.expectations import Entry, Expectations
 from compat.report import render
-from compat.results import RanTest, SuiteResult, parse_junit
+from compat.results import RanTest, SuiteResult, Verdict, parse_junit
 from compat.suite import Suite
 from suites.differential.allowlist import Allowed, Difference, compare, judge
 
@@ -121,3 +122,17 @@ def test_report_has_a_row_per_suite_with_counts_and_reasons() -> None:
     assert row in text
     assert "`compat-tests/run fake`" in text
     assert "- `m::t`: not built yet" in text
+
+
+def test_failure_details_keep_the_exception_and_the_end_of_its_traceback() -> None:
+    trace = "\n".join(["KafkaTimeoutError: 30 s", *(f"frame {n}" for n in range(40)), "E  raise"])
+    result = SuiteResult(suite="kafka-python", title="", target="kpybroker", command="")
+    result.tests = [
+        Verdict(id="t::slow", outcome="failed", status="failed", duration_s=1, message=trace),
+        Verdict(id="t::ok", outcome="passed", status="passed", duration_s=1),
+    ]
+    lines = failure_details([result], max_lines=5)
+    assert lines[0] == "--- kafka-python: t::slow"
+    assert lines[1].strip() == "KafkaTimeoutError: 30 s"
+    assert lines[-1].strip() == "E  raise"
+    assert len(lines) == 1 + 2 + 1 + 3
