@@ -41,10 +41,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "kpybroker.share_partitions",
         ),
     ),
+    ("metrics", ("kpybroker.metrics",)),
     ("apis", ("kpybroker.apis",)),
     ("server", ("kpybroker.server",)),
+    ("console", ("kpybroker.console",)),
     ("broker", ("kpybroker.broker",)),
-    ("entry points", ("kpybroker.cli", "kpybroker.__main__", "kpybroker.tools")),
+    (
+        "entry points",
+        ("kpybroker.cli", "kpybroker.__main__", "kpybroker.tools", "kpybroker.testing"),
+    ),
 ]
 
 
