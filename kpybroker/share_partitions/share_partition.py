@@ -275,11 +275,12 @@ class SharePartition:
         end become in flight (while the window has room). The number acquired."""
         got = 0
         end = self.end_offset
+        touched = len(self.runs)  # runs before this one are left as they are
         if first < end:
             upto = min(last, end - 1)
             self._split(first)
             self._split(upto + 1)
-            i = self._index(first)
+            i = touched = self._index(first)
             while i < len(self.runs) and self.runs[i].first <= upto and got < cap:
                 run = self.runs[i]
                 if run.state == DeliveryState.AVAILABLE:
@@ -299,25 +300,26 @@ class SharePartition:
             self.runs.append(Run(new_first, new_last, DeliveryState.ACQUIRED, 1, member, lock))
             acquired.append(Acquired(new_first, new_last, 1))
             got += new_last - new_first + 1
-        self._merge(0, len(self.runs))
+        self._merge(touched, len(self.runs))
         return got
 
     def _archive_range(self, first: int, last: int) -> None:
         """Records no consumer gets: those available in ``first..last`` are archived, and
         so are those past the end (the window moves on, whatever its bound)."""
         end = self.end_offset
+        touched = len(self.runs)
         if first < end:
             upto = min(last, end - 1)
             self._split(first)
             self._split(upto + 1)
-            i = self._index(first)
+            i = touched = self._index(first)
             while i < len(self.runs) and self.runs[i].first <= upto:
                 if self.runs[i].state == DeliveryState.AVAILABLE:
                     self.runs[i].state = DeliveryState.ARCHIVED
                 i += 1
         if last >= end:
             self.runs.append(Run(max(first, end), last, DeliveryState.ARCHIVED, 0))
-        self._merge(0, len(self.runs))
+        self._merge(touched, len(self.runs))
         self._advance_start()
 
     # -- acknowledging and releasing ------------------------------------------------------------
@@ -368,11 +370,12 @@ class SharePartition:
         self._locks += 1
         self._split(first)
         self._split(last + 1)
-        i = self._index(first)
+        i = start = self._index(first)
         while i < len(self.runs) and self.runs[i].first <= last:
             if self.runs[i].member == member:
                 self.runs[i].lock = self._locks
             i += 1
+        self._merge(start, i)
         return self._locks
 
     def release_lock(self, lock: int) -> list[StateBatch]:
@@ -427,8 +430,7 @@ class SharePartition:
 
     def _index(self, offset: int) -> int:
         """Index of the run holding ``offset`` (the runs are contiguous)."""
-        firsts = [r.first for r in self.runs]
-        return max(0, bisect_right(firsts, offset) - 1)
+        return max(0, bisect_right(self.runs, offset, key=_first_offset) - 1)
 
     def _split(self, offset: int) -> None:
         """Make ``offset`` the first of a run, if it falls inside one."""
@@ -464,6 +466,10 @@ class SharePartition:
         if done:
             self.start_offset = self.runs[done - 1].last + 1
             del self.runs[:done]
+
+
+def _first_offset(run: Run) -> int:
+    return run.first
 
 
 def _state_after(ack: int) -> DeliveryState:
