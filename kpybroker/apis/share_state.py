@@ -80,8 +80,22 @@ async def answer_each(
     return list(by_topic.items())
 
 
-def error_fields(answer: StateAnswer) -> dict[str, Any]:
-    return {"error_code": answer.error, "error_message": answer.message}
+def results(
+    answered: Answered, result_type: Any, partition: Callable[[int, StateAnswer], Any]
+) -> list[Any]:
+    """The response's results: one ``result_type`` per topic, each partition's made by
+    ``partition`` from its number and answer."""
+    return [
+        result_type(topic_id=topic_id, partitions=[partition(p, a) for p, a in parts])
+        for topic_id, parts in answered
+    ]
+
+
+def error_only(partition_type: Any) -> Callable[[int, StateAnswer], Any]:
+    """A partition's result that carries nothing but its error."""
+    return lambda partition, answer: partition_type(
+        partition=partition, error_code=answer.error, error_message=answer.message
+    )
 
 
 # -- InitializeShareGroupState ------------------------------------------------------------------
@@ -100,13 +114,7 @@ async def handle_initialize_share_group_state(
         partitions_required=False,
     )
     return m.InitializeShareGroupStateResponse(
-        results=[
-            m.InitializeStateResult(
-                topic_id=topic_id,
-                partitions=[m.PartitionResult(partition=p, **error_fields(a)) for p, a in parts],
-            )
-            for topic_id, parts in answered
-        ]
+        results=results(answered, m.InitializeStateResult, error_only(m.PartitionResult))
     )
 
 
@@ -124,7 +132,7 @@ async def handle_read_share_group_state(
     def result(partition: int, answer: StateAnswer) -> Any:
         state = answer.state
         if state is None:
-            return m.PartitionResult(partition=partition, **error_fields(answer))
+            return error_only(m.PartitionResult)(partition, answer)
         return m.PartitionResult(
             partition=partition,
             state_epoch=state.state_epoch,
@@ -140,12 +148,7 @@ async def handle_read_share_group_state(
             ],
         )
 
-    return m.ReadShareGroupStateResponse(
-        results=[
-            m.ReadStateResult(topic_id=topic_id, partitions=[result(p, a) for p, a in parts])
-            for topic_id, parts in answered
-        ]
-    )
+    return m.ReadShareGroupStateResponse(results=results(answered, m.ReadStateResult, result))
 
 
 # -- WriteShareGroupState ------------------------------------------------------------------
@@ -172,13 +175,7 @@ async def handle_write_share_group_state(
     service = ctx.services.share_state
     answered = await answer_each(ctx, request, lambda key, p: service.write(key, written_state(p)))
     return m.WriteShareGroupStateResponse(
-        results=[
-            m.WriteStateResult(
-                topic_id=topic_id,
-                partitions=[m.PartitionResult(partition=p, **error_fields(a)) for p, a in parts],
-            )
-            for topic_id, parts in answered
-        ]
+        results=results(answered, m.WriteStateResult, error_only(m.PartitionResult))
     )
 
 
@@ -193,13 +190,7 @@ async def handle_delete_share_group_state(
     service = ctx.services.share_state
     answered = await answer_each(ctx, request, lambda key, p: service.delete(key))
     return m.DeleteShareGroupStateResponse(
-        results=[
-            m.DeleteStateResult(
-                topic_id=topic_id,
-                partitions=[m.PartitionResult(partition=p, **error_fields(a)) for p, a in parts],
-            )
-            for topic_id, parts in answered
-        ]
+        results=results(answered, m.DeleteStateResult, error_only(m.PartitionResult))
     )
 
 
@@ -220,7 +211,7 @@ async def handle_read_share_group_state_summary(
     def result(partition: int, answer: StateAnswer) -> Any:
         state = answer.state
         if state is None:
-            return m.PartitionResult(partition=partition, **error_fields(answer))
+            return error_only(m.PartitionResult)(partition, answer)
         return m.PartitionResult(
             partition=partition,
             state_epoch=state.state_epoch,
@@ -230,8 +221,5 @@ async def handle_read_share_group_state_summary(
         )
 
     return m.ReadShareGroupStateSummaryResponse(
-        results=[
-            m.ReadStateSummaryResult(topic_id=topic_id, partitions=[result(p, a) for p, a in parts])
-            for topic_id, parts in answered
-        ]
+        results=results(answered, m.ReadStateSummaryResult, result)
     )
