@@ -44,15 +44,20 @@ from types import SimpleNamespace
 from typing import IO, Any
 
 import pytest
-from confluent_kafka import Producer
 from kafka.protocol.admin import DeleteGroupsRequest, ListGroupsRequest
 from kafka.record.memory_records import MemoryRecords
 
 from tests.helpers.brokers import ManagedBroker, launcher
-from tests.helpers.clients import ConfluentClient
 from tests.helpers.groups_wire import find_coordinator
 from tests.helpers.java import java_command
 from tests.helpers.process import OutputDrain, ToolResult, ToolRunner, wait_until
+from tests.helpers.share_clients import (
+    HEARTBEAT_INTERVAL_MS,
+    SHARE_OVERRIDES,
+    VERIFIABLE_SHARE_CONSUMER,
+    new_topic,
+    produce,
+)
 from tests.helpers.share_wire import (
     ACCEPT,
     REJECT,
@@ -75,18 +80,9 @@ pytestmark = pytest.mark.timeout(180)
 #: and/or "kpybroker"; KPYBROKER_SHARE_TARGETS=kafka,kpybroker overrides it.
 SHARE_TARGETS = tuple(os.environ.get("KPYBROKER_SHARE_TARGETS", "kpybroker").split(","))
 
-HEARTBEAT_INTERVAL_MS = 500
-#: Broker settings: members hear of their assignment within half a second (Kafka's
-#: default heartbeat interval is 5 s), and groups may lock records for just 1 s.
-SHARE_OVERRIDES = {
-    "group.share.min.heartbeat.interval.ms": 100,
-    "group.share.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
-    "group.share.min.record.lock.duration.ms": 1000,
-}
 #: A group's default share.record.lock.duration.ms (group.share.record.lock.duration.ms).
 DEFAULT_LOCK_MS = 30_000
 
-VERIFIABLE_SHARE_CONSUMER = "org.apache.kafka.tools.VerifiableShareConsumer"
 CONSOLE_SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
 SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
@@ -256,28 +252,6 @@ def rows(result: ToolResult, first: str) -> list[list[str]]:
 
 
 # -- records -----------------------------------------------------------------------------
-
-
-def produce(bootstrap: str, topic: str, values: list[bytes], batch: int = 0) -> None:
-    """Produce to partition 0 (acks=all); with ``batch``, flush every ``batch`` records so
-    the log holds many small record batches (a share fetch acquires whole batches)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
-    errors: list[Any] = []
-    for i, value in enumerate(values, 1):
-        producer.produce(
-            topic,
-            value=value,
-            partition=0,
-            on_delivery=lambda err, _m: errors.append(err) if err else None,
-        )
-        if batch and i % batch == 0:
-            assert producer.flush(30) == 0
-    assert producer.flush(60) == 0, "records still unacknowledged after 60 s"
-    assert not errors, errors[:5]
-
-
-def new_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
-    ConfluentClient().create_topic(bootstrap, topic, partitions)
 
 
 def lag(bootstrap: str, msg: SimpleNamespace, group: str, topic: str) -> int | None:

@@ -60,6 +60,12 @@ from tests.helpers.groups_wire import Wire
 from tests.helpers.java import java_command
 from tests.helpers.process import OutputDrain, wait_until
 from tests.helpers.replication_cluster import ReplicatedCluster, cluster, wait_for, zookeeper
+from tests.helpers.share_clients import (
+    SHARE_OVERRIDES,
+    VERIFIABLE_SHARE_CONSUMER,
+    new_topic,
+    produce,
+)
 from tests.helpers.share_wire import (
     ACCEPT,
     RawMember,
@@ -71,12 +77,6 @@ from tests.helpers.share_wire import (
     settle,
     share_fetch,
     wait_group_configs,
-)
-from tests.integration.test_share_groups import (
-    SHARE_OVERRIDES,
-    VERIFIABLE_SHARE_CONSUMER,
-    new_topic,
-    produce,
 )
 
 __all__ = ["cluster", "zookeeper"]  # fixtures
