@@ -64,20 +64,23 @@ def summary_line(result: SuiteResult) -> str:
         f"{counts['known-failure']:3} known {counts['expected-skip']:3} skipped {bad:3} failing  "
         f"{result.durations_s.get('total', 0):6.0f} s"
     )
+    if counts["flaky"]:
+        text += f" ({counts['flaky']} flaky)"
     for problem in result.problems:
         text += f"\n       problem: {problem.splitlines()[0][:300]}"
     for test in result.tests:
-        if test.status in ("failed", "unexpected-pass", "unexpected-skip"):
+        if test.status in ("failed", "unexpected-pass", "unexpected-skip", "flaky"):
             text += f"\n       {test.status}: {test.id}"
     return text
 
 
 def failure_details(results: list[SuiteResult], max_lines: int = 12) -> list[str]:
-    """The first lines of each failing test's message, for a CI log that keeps only its tail."""
+    """The first lines of each failing (or flaky) test's message, for a CI log that keeps
+    only its tail."""
     lines = []
     for result in results:
         for test in result.tests:
-            if test.status == "failed" and test.message:
+            if test.status in ("failed", "flaky") and test.message:
                 lines.append(f"--- {result.suite}: {test.id}")
                 message = test.message.strip().splitlines()
                 if len(message) > max_lines:  # the exception's line, then the traceback's end
@@ -122,9 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     broken = [r.suite for r in results if r.status != "passed"]
     print(f"({known} known failures and {skipped} listed skips, with reasons in the report)")
+    flaky = sum(r.counts()["flaky"] for r in results)
+    if flaky:
+        print(f"({flaky} flaky: failed, then passed when run again; listed in the report)")
     if broken:
         print(f"failed suites: {', '.join(broken)}")
-        print("\n".join(failure_details(results)))
+    for line in failure_details(results):
+        print(line)
     # The plain closing line CI reads; failing counts tests and broken suites' problems.
     failing += sum(
         1

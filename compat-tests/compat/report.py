@@ -48,6 +48,8 @@ def _tests_cell(result: SuiteResult) -> str:
         parts.append(f"{counts['known-failure']} known failures")
     if counts["expected-skip"]:
         parts.append(f"{counts['expected-skip']} skipped (listed)")
+    if counts["flaky"]:
+        parts.append(f"{counts['flaky']} flaky")
     bad = sum(counts[s] for s in ("failed", "unexpected-pass", "unexpected-skip"))
     if bad:
         parts.append(f"**{bad} failing**")
@@ -132,6 +134,10 @@ def _details(result: SuiteResult) -> list[str]:
             detail = t.reason if t.status == "unexpected-pass" else t.message.partition("\n")[0]
             rows.append(f"- `{t.id}` ({t.status}): {_cell(detail)[:300]}")
         blocks.append(["Failing:", "", *rows])
+    flaky = [t for t in result.tests if t.status == "flaky"]
+    if flaky:
+        rows = [f"- `{t.id}`: {_cell(t.message.partition(chr(10))[0])[:300]}" for t in flaky]
+        blocks.append(["Flaky (failed, then passed when run again; the first failure):", "", *rows])
     known = [t for t in result.tests if t.status == "known-failure"]
     if known:
         blocks.append(["Known failures:", "", *(f"- `{t.id}`: {_cell(t.reason)}" for t in known)])

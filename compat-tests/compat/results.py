@@ -19,8 +19,10 @@ from typing import Any
 #: What the test runner said about a test.
 RAN_OUTCOMES = ("passed", "failed", "skipped")
 
-#: The verdicts (``Verdict.status``); the first three are fine.
-OK_STATUSES = ("passed", "known-failure", "expected-skip")
+#: The verdicts (``Verdict.status``); the first four are fine. "flaky": an unexpected failure
+#: that passed when the runner ran it again, against the same broker (the report lists it,
+#: with its first failure's message).
+OK_STATUSES = ("passed", "known-failure", "expected-skip", "flaky")
 BAD_STATUSES = ("failed", "unexpected-pass", "unexpected-skip")
 
 

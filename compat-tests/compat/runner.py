@@ -28,7 +28,7 @@ from compat.brokers import BrokerRun, fresh_broker
 from compat.expectations import Expectations
 from compat.install import InstallError
 from compat.paths import RESULTS_ROOT, RUN_COMMAND
-from compat.results import BAD_STATUSES, SuiteResult, parse_junit
+from compat.results import BAD_STATUSES, SuiteResult, Verdict, parse_junit
 from compat.suite import Command, RunContext, Suite
 from compat.vcs import describe_commit
 
@@ -132,17 +132,18 @@ def run_suite(
     phases = _Phases()
     junit = artifacts / "junit.xml"
     reports: list[Path] = []
+    again: list[Path] = []
     try:
         with phases("install"):
             result.versions = suite.install()
         _run_against_fresh_brokers(
-            suite, result, phases, expectations, junit, reports, selection, echo
+            suite, result, phases, expectations, junit, reports, again, selection, echo
         )
     except InstallError as exc:
         result.problems.append(f"install failed: {exc}")
     except Exception as exc:  # a broker that would not start, a bug in a suite definition
         result.problems.append(f"{type(exc).__name__}: {exc}"[:4000])
-    _judge(result, reports or [junit], expectations, selection)
+    _judge(result, reports or [junit], again, expectations, selection)
     try:
         result.notes = suite.notes()
         result.annotations = suite.annotations()
@@ -161,12 +162,14 @@ def _run_against_fresh_brokers(
     expectations: Expectations,
     junit: Path,
     reports: list[Path],
+    again: list[Path],
     selection: str | None,
     echo: bool,
 ) -> None:
     """Start the broker(s), run the test commands, stop them; problems go on ``result``.
 
-    ``reports`` gets the JUnit XML file of each command, whether or not it ran.
+    ``reports`` gets the JUnit XML file of each command, whether or not it ran; ``again``
+    those of the commands that ran a command's unexpected failures once more.
     """
     artifacts = junit.parent
     work = Path(tempfile.mkdtemp(prefix=f"compat-{suite.name}-"))
@@ -203,6 +206,13 @@ def _run_against_fresh_brokers(
                         command, artifacts / "output.log", deadline - time.monotonic(),
                         echo=echo, prefix=f"[{suite.name}] ",
                     )  # fmt: skip
+                    rerun = None if problem else _failures_again(command, junit, expectations)
+                    if rerun is not None:
+                        again.append(rerun.junit or junit)
+                        problem = run_command(
+                            rerun, artifacts / "output.log", deadline - time.monotonic(),
+                            echo=echo, prefix=f"[{suite.name} again] ",
+                        )  # fmt: skip
                     if problem:
                         result.problems.append(problem)
                         break
@@ -214,14 +224,37 @@ def _run_against_fresh_brokers(
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _failures_again(command: Command, junit: Path, expectations: Expectations) -> Command | None:
+    """The command that runs ``command``'s unexpected failures once more, if it had any and
+    can: a test that then passes is judged flaky, not failed, and listed as such."""
+    report = command.junit or junit
+    if not report.exists():
+        return None
+    failed = [c for c in parse_junit(report) if expectations.judge(c).status == "failed"]
+    if not failed:
+        return None
+    return command.again_for_failures(report.with_name(f"{report.stem}-again.xml"))
+
+
 def _judge(
-    result: SuiteResult, reports: list[Path], expectations: Expectations, selection: str | None
+    result: SuiteResult,
+    reports: list[Path],
+    again: list[Path],
+    expectations: Expectations,
+    selection: str | None,
 ) -> None:
     """Verdicts per test from the JUnit XML files, and the suite's status from them and its
-    problems."""
+    problems. A failure that passed when run again (``again``'s reports) is flaky."""
     cases = [case for report in reports if report.exists() for case in parse_junit(report)]
+    passed_again = {
+        case.id
+        for report in again
+        if report.exists()
+        for case in parse_junit(report)
+        if case.outcome == "passed"
+    }
     missing = [report.name for report in reports if not report.exists()]
-    result.tests = [expectations.judge(case) for case in cases]
+    result.tests = [_flaky_if_passed_again(expectations.judge(c), passed_again) for c in cases]
     if missing and not result.problems:
         result.problems.append(f"the test runner wrote no results ({', '.join(missing)} missing)")
     elif not missing:
@@ -237,3 +270,10 @@ def _judge(
         result.status = "error"
     else:
         result.status = "failed" if bad or result.problems else "passed"
+
+
+def _flaky_if_passed_again(verdict: Verdict, passed_again: set[str]) -> Verdict:
+    if verdict.status != "failed" or verdict.id not in passed_again:
+        return verdict
+    verdict.status, verdict.reason = "flaky", "failed, then passed when run again"
+    return verdict

@@ -69,6 +69,16 @@ class Command:
     env: dict[str, str]
     cwd: Path = REPO_ROOT
     junit: Path | None = None
+    #: Extra arguments that make the same command run only the tests that failed in its
+    #: last run (None: the runner cannot run failures again).
+    failed_only: list[str] | None = None
+
+    def again_for_failures(self, junit: Path) -> Command | None:
+        """The command that runs this one's failed tests again, writing ``junit``."""
+        if self.failed_only is None or self.junit is None:
+            return None
+        args = [f"--junitxml={junit}" if a == f"--junitxml={self.junit}" else a for a in self.args]
+        return Command([*args, *self.failed_only], self.env, self.cwd, junit)
 
 
 class Suite(abc.ABC):
@@ -159,9 +169,11 @@ class PytestSuite(Suite):
 
     def pytest_command(self, ctx: RunContext, paths: Sequence[str], junit: Path) -> Command:
         """pytest on ``paths``, writing JUnit XML to ``junit``."""
+        # pytest's cache (for --last-failed) in the run's scratch space, one per command.
+        cache = ctx.work_dir / f"pytest-cache-{junit.stem}"
         args = [
             self.python, "-m", "pytest", *paths,
-            "-p", "compat.pytest_plugin", "-p", "no:cacheprovider",
+            "-p", "compat.pytest_plugin", "-o", f"cache_dir={cache}",
             "-o", "addopts=", "-q", "-rfEs", "--tb=short",
             f"--timeout={self.test_timeout:g}", f"--junitxml={junit}",
         ]  # fmt: skip
@@ -171,4 +183,4 @@ class PytestSuite(Suite):
         env["PYTHONPATH"] = os.pathsep.join(
             [*(str(p) for p in self.pythonpath()), *filter(None, [env.get("PYTHONPATH")])]
         )
-        return Command(args, env, self.rootdir(), junit)
+        return Command(args, env, self.rootdir(), junit, ["--last-failed", "--lfnf=none"])

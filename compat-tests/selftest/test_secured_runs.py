@@ -26,7 +26,7 @@ def test_the_tests_of_every_command_are_judged_together(tmp_path: Path) -> None:
     second.write_text(JUNIT.format(module="test_sasl", name="test_admin[PLAIN]"))
     result = _result()
     expectations = Expectations(known_failures=[Entry("test_admin::test_acls", "r")])
-    _judge(result, [first, second], expectations, None)
+    _judge(result, [first, second], [], expectations, None)
     assert [(t.id, t.status) for t in result.tests] == [
         ("test_admin::test_acls", "unexpected-pass"),
         ("test_sasl::test_admin[PLAIN]", "passed"),
@@ -38,7 +38,7 @@ def test_a_command_that_wrote_no_results_fails_the_suite(tmp_path: Path) -> None
     first = tmp_path / "junit.xml"
     first.write_text(JUNIT.format(module="test_admin", name="test_ok"))
     result = _result()
-    _judge(result, [first, tmp_path / "junit-secured.xml"], Expectations(), None)
+    _judge(result, [first, tmp_path / "junit-secured.xml"], [], Expectations(), None)
     assert result.problems == ["the test runner wrote no results (junit-secured.xml missing)"]
     assert result.status == "failed"
 
