@@ -152,6 +152,7 @@ class Broker:
             settings=LogManagerConfig.from_broker_config(config.get),
         )
         self.producer_ids = ProducerIdManager(self.store, self.broker_id)
+        await self.producer_ids.reserve_through(self.logs.highest_producer_id())
         settings = ReplicationSettings.from_config(config)
         self.controller = Controller(self.broker_id, self.cluster, settings, self.unclean_allowed)
         current_config = self.current_config

@@ -209,6 +209,13 @@ class LogManager:
     def __iter__(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
         return iter(list(self.logs.items()))
 
+    def highest_producer_id(self) -> int:
+        """The highest producer ID in the producer state of any log, -1 if none."""
+        return max(
+            (pid for plog in self.logs.values() for pid in plog.producer_state.producers),
+            default=-1,
+        )
+
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get((topic, partition))
 
