@@ -24,7 +24,7 @@ DUMPABLE_SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex")
 #: Words that, in its output, report a problem (its own counters print to stderr with them).
 PROBLEM_WORDS = re.compile(
     r"exception|error|mismatch|corrupt|invalid bytes|isvalid: false|not found in the log"
-    r"|out of order|ignoring unknown",
+    r"|out of order|unknown",
     re.IGNORECASE,
 )
 

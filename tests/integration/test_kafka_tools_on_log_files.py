@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.helpers.brokers import ManagedBroker, launcher
@@ -126,6 +126,9 @@ def stopped_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Managed
         admin = AdminClient({"bootstrap.servers": bootstrap})
         [future] = admin.delete_records([TopicPartition("deleted", 0, 250)]).values()
         assert future.result(timeout=30).low_watermark == 250
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dump-group"})
+        consumer.commit(offsets=[TopicPartition("codecs", 0, 123)], asynchronous=False)
+        consumer.close()
         assert broker.stop() == 0
         yield broker
 
@@ -241,3 +244,24 @@ def test_deleted_records_are_gone_from_the_files(log_dump) -> None:
     assert len(sections_of(log_dump, "deleted-0", ".log")) < len(
         sections_of(log_dump, "codecs-0", ".log")
     )
+
+
+@pytest.mark.parametrize(
+    ("topic", "decoder", "expected"),
+    [
+        ("__consumer_offsets", "--offsets-decoder", '"group":"dump-group"'),
+        ("__transaction_state", "--transaction-log-decoder", '"transactionalId":"dump-txn"'),
+    ],
+)
+def test_internal_topics_decode_with_kafkas_decoders(
+    stopped_broker: ManagedBroker, kafka_lib: Path, topic: str, decoder: str, expected: str
+) -> None:
+    """The group and transaction coordinators' records, in Kafka's schemas."""
+    logs = [
+        p
+        for p in segment_files(stopped_broker.log_dir, [".log"])
+        if p.parent.name.startswith(topic)
+    ]
+    result = dump_log_segments(kafka_lib, logs, decoder)
+    assert result.returncode == 0 and problem_lines(result) == [], result.describe()
+    assert expected in result.stdout, result.describe()
