@@ -7,7 +7,9 @@ tombstones), DeleteRecords, and enough records to roll segments. After it
 stops, DumpLogSegments reads every ``.log`` (deep iteration), ``.index`` and
 ``.timeindex`` (verified against the log, and sanity-checked as Kafka does at
 start), ``.snapshot`` and ``.txnindex`` file of its log directory without a
-complaint, and what it prints is what the workload sent.
+complaint, and what it prints is what the workload sent; its decoders read the
+group and transaction coordinators' records. A broker killed with SIGKILL
+leaves files it reads as well.
 """
 
 from __future__ import annotations
@@ -265,3 +267,26 @@ def test_internal_topics_decode_with_kafkas_decoders(
     result = dump_log_segments(kafka_lib, logs, decoder)
     assert result.returncode == 0 and problem_lines(result) == [], result.describe()
     assert expected in result.stdout, result.describe()
+
+
+def test_files_left_by_a_kill_9_read_as_well(tmp_path: Path, kafka_lib: Path) -> None:
+    """A crash leaves the active segment's files as they were at the last write:
+    Kafka's tool still reads them all and finds nothing wrong."""
+    with launcher(tmp_path) as brokers:
+        broker = brokers(BROKER)
+        create_topic(broker.bootstrap, "crashed", SMALL_SEGMENTS)
+        produce(
+            broker.bootstrap,
+            "crashed",
+            300,
+            **{"enable.idempotence": True, "compression.type": "lz4"},
+        )
+        broker.kill()
+    files = segment_files(broker.log_dir)
+    assert len([p for p in files if p.name.endswith(".log")]) > 1
+    result = dump_log_segments(kafka_lib, files, "--deep-iteration", "--verify-index-only")
+    assert result.returncode == 0 and problem_lines(result) == [], result.describe()
+    indexes = [p for p in files if p.suffix in (".index", ".timeindex")]
+    result = dump_log_segments(kafka_lib, indexes, "--index-sanity-check")
+    assert result.returncode == 0 and problem_lines(result) == [], result.describe()
+    assert result.stdout.count("passed sanity check.") >= len(indexes) - 1, result.describe()
