@@ -152,6 +152,7 @@ class Broker:
             settings=LogManagerConfig.from_broker_config(config.get),
         )
         self.producer_ids = ProducerIdManager(self.store, self.broker_id)
+        await self.producer_ids.reserve_through(self.logs.highest_producer_id())
         settings = ReplicationSettings.from_config(config)
         self.controller = Controller(self.broker_id, self.cluster, settings, self.unclean_allowed)
         current_config = self.current_config
@@ -385,13 +386,19 @@ class Broker:
         return self.log_config_for(topic).unclean_leader_election_enable
 
     def remove_stray_logs(self) -> None:
-        """Delete logs whose topic is gone from the metadata, or was recreated under a new ID."""
+        """Delete logs whose topic is gone from the metadata; set aside (``…-stray``, as
+        Kafka 4 does) those recorded with another topic ID than the topic's."""
         topics = self.cluster.topics()
         for (name, index), plog in self.logs:
             meta = topics.get(name)
-            if meta is None or (plog.topic_id and plog.topic_id != meta.topic_id.bytes):
+            if meta is None:
                 log.warning("deleting stray log %s-%d: its topic no longer exists", name, index)
                 self.logs.delete_partition(name, index)
+            elif plog.topic_id and plog.topic_id != meta.topic_id.bytes:
+                kept = self.logs.set_aside_stray(name, index)
+                log.warning(
+                    "%s-%d has another topic ID than %s's: kept in %s", name, index, name, kept
+                )
 
     def on_metadata_change(self, change: MetadataChange) -> None:
         if change.kind is ChangeKind.TOPIC:

@@ -209,6 +209,13 @@ class LogManager:
     def __iter__(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
         return iter(list(self.logs.items()))
 
+    def highest_producer_id(self) -> int:
+        """The highest producer ID in the producer state of any log, -1 if none."""
+        return max(
+            (pid for plog in self.logs.values() for pid in plog.producer_state.producers),
+            default=-1,
+        )
+
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get((topic, partition))
 
@@ -256,20 +263,36 @@ class LogManager:
         A compaction round on it is aborted first (this waits for the cleaner's
         thread to let go of its segments) and its cleaner checkpoint entry goes.
         """
-        tp = (topic, partition)
-        partition_log = self.logs.get(tp)
+        partition_log = self._forget((topic, partition))
         if partition_log is None:
             return False
+        partition_log.delete()
+        self._deleted.append(partition_log)
+        log.info("deleted log for %s-%d", topic, partition)
+        return True
+
+    def set_aside_stray(self, topic: str, partition: int) -> Path | None:
+        """Stop managing a partition's log and keep its files in a ``…-stray`` directory
+        (Kafka's stray logs); None if this broker has none. For a log that belongs to no
+        topic the cluster knows, e.g. one recorded with another topic id: its data may be
+        an operator's (a migration with the wrong ``partition.metadata``), not garbage."""
+        partition_log = self._forget((topic, partition))
+        if partition_log is None:
+            return None
+        return partition_log.set_aside()
+
+    def _forget(self, tp: TopicPartition) -> PartitionLog | None:
+        """Take a log out of this manager and out of the cleaner's rounds and checkpoint."""
+        partition_log = self.logs.get(tp)
+        if partition_log is None:
+            return None
         if self.cleaner is not None:
             self.cleaner.abort(tp)
         del self.logs[tp]
         log_dir = self._dir_of.pop(tp)
-        partition_log.delete()
-        self._deleted.append(partition_log)
         if self.cleaner is not None:
             self.cleaner.manager.update_checkpoint(log_dir, tp, None)
-        log.info("deleted log for %s-%d", topic, partition)
-        return True
+        return partition_log
 
     # -- background work --------------------------------------------------------------
 

@@ -81,3 +81,8 @@ def special_dir_kind(name: str) -> str | None:
 def delete_dir_name(partition_dir: str) -> str:
     """``<topic>-<partition>.<uuid hex>-delete``: the name a directory takes while it is removed."""
     return f"{partition_dir}.{uuid.uuid4().hex}-delete"
+
+
+def stray_dir_name(partition_dir: str) -> str:
+    """``<topic>-<partition>.<uuid hex>-stray``: a log set aside, kept but never loaded again."""
+    return f"{partition_dir}.{uuid.uuid4().hex}-stray"

@@ -39,7 +39,7 @@ from kpybroker.log.control_batches import EndTxnMarker, build_marker_batch, read
 from kpybroker.log.leader_epoch import LeaderEpochCache
 from kpybroker.log.log_config import LONG_MAX, LogConfig
 from kpybroker.log.metadata_files import read_partition_metadata, write_partition_metadata
-from kpybroker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX, delete_dir_name
+from kpybroker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX, delete_dir_name, stray_dir_name
 from kpybroker.log.produce_validator import (
     CheckedBatch,
     broker_batch,
@@ -788,6 +788,19 @@ class PartitionLog:
         self.segments = []
         shutil.rmtree(target)
         self.deleted = True
+
+    def set_aside(self) -> Path:
+        """Close the log and rename its directory ``…-stray``, keeping every file: a log the
+        cluster's metadata does not know, set aside for the operator as Kafka sets aside its
+        stray logs. Returns the new directory, which no later start loads."""
+        self.close()
+        target = self.directory.with_name(stray_dir_name(self.name))
+        self.directory.rename(target)
+        fsync_dir(target.parent)
+        self.directory = target
+        self.segments = []
+        self.deleted = True
+        return target
 
     def release_descriptors(self) -> None:
         """Close every descriptor now, including those of deleted segments still in their delay."""

@@ -179,3 +179,18 @@ def test_update_config_applies_to_every_partition_of_the_topic(tmp_path) -> None
     logs.update_config("t", new)
     assert all(logs.get("t", p).config is new for p in (0, 1))
     logs.close()
+
+
+def test_a_stray_log_is_set_aside_with_its_files(tmp_path) -> None:
+    logs = manager(tmp_path)
+    fill(logs.get_or_create("t", 0, TOPIC_ID), 3)
+    kept = logs.set_aside_stray("t", 0)
+    assert logs.set_aside_stray("t", 0) is None and logs.get("t", 0) is None
+    assert kept is not None and special_dir_kind(kept.name) == "stray"
+    assert kept.parent == tmp_path and not (tmp_path / "t-0").exists()
+    assert (kept / "00000000000000000000.log").stat().st_size > 0
+    assert (kept / "partition.metadata").exists()
+    logs.close()
+    logs = manager(tmp_path)
+    assert logs.get("t", 0) is None and kept.exists()  # never loaded, never deleted
+    logs.close()
