@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 _WHITESPACE = " \t\f"
 _SEPARATORS = "=:"
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_ESCAPED_WHEN_WRITTEN = {
+    "\\": "\\\\",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\f": "\\f",
+    **{c: "\\" + c for c in "=:#!"},
+}
 
 
 class PropertiesFormatError(ValueError):
@@ -59,6 +67,30 @@ def parse_override(arg: str) -> tuple[str, str]:
     if not key.strip():
         raise PropertiesFormatError(f"Invalid override {arg!r}: expected key=value")
     return key.strip(), value
+
+
+def format_properties(props: Mapping[str, str]) -> str:
+    """The text of a properties file holding ``props``, one ``key=value`` line each.
+
+    Escaped as Java's ``Properties.store`` does, so that ``parse_properties`` (and Kafka)
+    read back exactly ``props``: backslashes, line breaks, tabs and the characters that
+    would start a comment or end a key; spaces in keys, and a value's leading space.
+    """
+    return "".join(
+        f"{_escape(key, all_spaces=True)}={_escape(value)}\n" for key, value in props.items()
+    )
+
+
+def _escape(text: str, *, all_spaces: bool = False) -> str:
+    out = []
+    for i, c in enumerate(text):
+        if c in _ESCAPED_WHEN_WRITTEN:
+            out.append(_ESCAPED_WHEN_WRITTEN[c])
+        elif c == " " and (all_spaces or i == 0):
+            out.append("\\ ")
+        else:
+            out.append(c)
+    return "".join(out)
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
