@@ -174,9 +174,8 @@ def is_listening(path: Path, timeout_s: float = 5.0) -> bool:
 
 def build_parser() -> argparse.ArgumentParser:
     prog, _, description = __doc__.partition(": ")
-    result = argparse.ArgumentParser(
-        prog=prog, description=description.split("\n\n")[0].replace("\n", " ")
-    )
+    summary = description.split("\n\n")[0].replace("\n", " ")
+    result = argparse.ArgumentParser(prog=prog, description=summary[:1].upper() + summary[1:])
     result.add_argument(
         "--properties-file",
         type=Path,
