@@ -22,8 +22,9 @@ _ESCAPED_WHEN_WRITTEN = {
     "\n": "\\n",
     "\r": "\\r",
     "\f": "\\f",
-    **{c: "\\" + c for c in "=:#!"},
 }
+# In a key, these would end it or (the first character) make the line a comment.
+_KEY_ENDS = " =:#!"
 
 
 class PropertiesFormatError(ValueError):
@@ -72,22 +73,22 @@ def parse_override(arg: str) -> tuple[str, str]:
 def format_properties(props: Mapping[str, str]) -> str:
     """The text of a properties file holding ``props``, one ``key=value`` line each.
 
-    Escaped as Java's ``Properties.store`` does, so that ``parse_properties`` (and Kafka)
-    read back exactly ``props``: backslashes, line breaks, tabs and the characters that
-    would start a comment or end a key; spaces in keys, and a value's leading space.
+    Escaped so that ``parse_properties`` (and Java, so Kafka) read back exactly ``props``:
+    backslashes, line breaks and tabs everywhere; in keys also spaces and the characters
+    that would end the key or start a comment; a value's leading space. Unlike Java's
+    ``Properties.store``, ``=`` and ``:`` in values stay as they are, so that listener
+    URLs read as written.
     """
-    return "".join(
-        f"{_escape(key, all_spaces=True)}={_escape(value)}\n" for key, value in props.items()
-    )
+    return "".join(f"{_escape(key, key=True)}={_escape(value)}\n" for key, value in props.items())
 
 
-def _escape(text: str, *, all_spaces: bool = False) -> str:
+def _escape(text: str, *, key: bool = False) -> str:
     out = []
     for i, c in enumerate(text):
         if c in _ESCAPED_WHEN_WRITTEN:
             out.append(_ESCAPED_WHEN_WRITTEN[c])
-        elif c == " " and (all_spaces or i == 0):
-            out.append("\\ ")
+        elif (key and c in _KEY_ENDS) or (c == " " and i == 0):
+            out.append("\\" + c)
         else:
             out.append(c)
     return "".join(out)
