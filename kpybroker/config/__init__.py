@@ -28,6 +28,7 @@ from kpybroker.config.group import group_defaults, parse_group_configs, validate
 from kpybroker.config.group_table import GROUP_CONFIGS
 from kpybroker.config.properties import (
     PropertiesFormatError,
+    format_properties,
     parse_override,
     parse_properties,
     read_properties,
@@ -60,6 +61,7 @@ __all__ = [
     "Validator",
     "broker_config_synonyms",
     "effective_topic_config",
+    "format_properties",
     "group_defaults",
     "parse_group_configs",
     "parse_override",

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 _WHITESPACE = " \t\f"
 _SEPARATORS = "=:"
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_ESCAPED_WHEN_WRITTEN = {
+    "\\": "\\\\",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\f": "\\f",
+}
+# In a key, these would end it or (the first character) make the line a comment.
+_KEY_ENDS = " =:#!"
 
 
 class PropertiesFormatError(ValueError):
@@ -59,6 +68,30 @@ def parse_override(arg: str) -> tuple[str, str]:
     if not key.strip():
         raise PropertiesFormatError(f"Invalid override {arg!r}: expected key=value")
     return key.strip(), value
+
+
+def format_properties(props: Mapping[str, str]) -> str:
+    """The text of a properties file holding ``props``, one ``key=value`` line each.
+
+    Escaped so that ``parse_properties`` (and Java, so Kafka) read back exactly ``props``:
+    backslashes, line breaks and tabs everywhere; in keys also spaces and the characters
+    that would end the key or start a comment; a value's leading space. Unlike Java's
+    ``Properties.store``, ``=`` and ``:`` in values stay as they are, so that listener
+    URLs read as written.
+    """
+    return "".join(f"{_escape(key, key=True)}={_escape(value)}\n" for key, value in props.items())
+
+
+def _escape(text: str, *, key: bool = False) -> str:
+    out = []
+    for i, c in enumerate(text):
+        if c in _ESCAPED_WHEN_WRITTEN:
+            out.append(_ESCAPED_WHEN_WRITTEN[c])
+        elif (key and c in _KEY_ENDS) or (c == " " and i == 0):
+            out.append("\\" + c)
+        else:
+            out.append(c)
+    return "".join(out)
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:

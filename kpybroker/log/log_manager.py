@@ -30,6 +30,7 @@ from kpybroker.log.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
+from kpybroker.log.load_progress import DEFAULT_INTERVAL_S, DirLoadProgress
 from kpybroker.log.log_cleaner import LogCleaner
 from kpybroker.log.log_config import LogConfig, LogManagerConfig
 from kpybroker.log.metadata_files import (
@@ -75,12 +76,14 @@ class LogManager:
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         broker_epoch: int = -1,
         settings: LogManagerConfig | None = None,
+        load_progress_interval_s: float = DEFAULT_INTERVAL_S,
     ) -> None:
         """Lock and check each directory, then load (recovering where needed) every partition.
 
         ``config_for(topic)`` gives a topic's effective config (broker defaults
         plus topic overrides) for the logs found on disk; default: Kafka's defaults.
-        ``settings`` are the background intervals and the cleaner's settings.
+        ``settings`` are the background intervals and the cleaner's settings. A long
+        load reports its progress per directory at INFO every ``load_progress_interval_s``.
         """
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
@@ -89,6 +92,7 @@ class LogManager:
         self._time_ms = time_ms
         self._producer_id_expiration_ms = producer_id_expiration_ms
         self._broker_epoch = broker_epoch
+        self._load_progress_interval_s = load_progress_interval_s
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
         self._deleted: list[PartitionLog] = []
@@ -126,8 +130,14 @@ class LogManager:
                 log_dir.mkdir(parents=True, exist_ok=True)
                 self._lock(log_dir)
                 ensure_meta_properties(log_dir, broker_id, cluster_id)
-            for log_dir in self.log_dirs:
-                self._load_dir(log_dir)
+            started = time.monotonic()
+            unclean = [d for d in self.log_dirs if not self._load_dir(d)]
+            log.info(
+                "Loaded %d logs in %.0f ms%s",
+                len(self.logs),
+                (time.monotonic() - started) * 1000,
+                f" (unclean log dirs = {', '.join(map(str, unclean))})" if unclean else "",
+            )
         except BaseException:
             self._unlock()
             raise
@@ -158,12 +168,44 @@ class LogManager:
             os.close(fd)
         self._locks = []
 
-    def _load_dir(self, log_dir: Path) -> None:
-        started = time.monotonic()
+    def _load_dir(self, log_dir: Path) -> bool:
+        """Open every partition log of ``log_dir``; True if it was shut down cleanly."""
         clean = take_clean_shutdown(log_dir)
         recovery_points = _read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
         log_starts = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = _read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT)
+        partitions = list(self._partition_dirs(log_dir))
+        progress = DirLoadProgress(
+            log_dir,
+            len(partitions),
+            clean_shutdown=clean,
+            interval_s=self._load_progress_interval_s,
+        )
+        for tp, child in partitions:
+            started = time.monotonic()
+            partition_log = PartitionLog(
+                child,
+                self._config_for(tp[0]),
+                log_start_offset=log_starts.get(tp, 0),
+                recovery_point=recovery_points.get(tp, 0),
+                high_watermark=high_watermarks.get(tp, 0),
+                clean_shutdown=clean,
+                time_ms=self._time_ms,
+                producer_id_expiration_ms=self._producer_id_expiration_ms,
+            )
+            self.logs[tp] = partition_log
+            self._dir_of[tp] = log_dir
+            progress.loaded(
+                partition_log.name,
+                len(partition_log.segments),
+                partition_log.log_start_offset,
+                partition_log.log_end_offset,
+                (time.monotonic() - started) * 1000,
+            )
+        return clean
+
+    def _partition_dirs(self, log_dir: Path) -> Iterator[tuple[TopicPartition, Path]]:
+        """The partition directories of ``log_dir``; leftovers of deleted ones are removed."""
         for child in sorted(log_dir.iterdir()):
             if not child.is_dir():
                 continue
@@ -182,24 +224,7 @@ class LogManager:
                 raise RuntimeError(
                     f"partition {tp[0]}-{tp[1]} is in both {self._dir_of[tp]} and {log_dir}"
                 )
-            self.logs[tp] = PartitionLog(
-                child,
-                self._config_for(tp[0]),
-                log_start_offset=log_starts.get(tp, 0),
-                recovery_point=recovery_points.get(tp, 0),
-                high_watermark=high_watermarks.get(tp, 0),
-                clean_shutdown=clean,
-                time_ms=self._time_ms,
-                producer_id_expiration_ms=self._producer_id_expiration_ms,
-            )
-            self._dir_of[tp] = log_dir
-        log.info(
-            "loaded %d partition(s) from %s in %.0f ms (%s shutdown)",
-            sum(1 for d in self._dir_of.values() if d == log_dir),
-            log_dir,
-            (time.monotonic() - started) * 1000,
-            "clean" if clean else "unclean",
-        )
+            yield tp, child
 
     # -- partitions -------------------------------------------------------------------
 

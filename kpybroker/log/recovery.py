@@ -128,7 +128,9 @@ def load_log(
             "loaded %s (end offset %d) in %.1f ms", directory.name, log_end_offset, elapsed_ms
         )
     else:
-        log.info(
+        # A cut tail is worth an INFO line each; the progress of the load is the log manager's.
+        log.log(
+            logging.INFO if truncated else logging.DEBUG,
             "recovered %s from offset %d in %.1f ms: %d segment(s) checked, %d byte(s) truncated, "
             "end offset %d",
             directory.name,

@@ -1,4 +1,4 @@
-"""What every console tool shares: the connection flags, errors, tables and progress lines.
+"""What every console tool shares: the connection flags, errors and tables.
 
 The tools are clients, built on confluent-kafka (librdkafka), never on the broker's
 internals: they work against any Kafka-compatible broker, as Kafka's own tools do.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from typing import NoReturn, TextIO, TypeVar
@@ -123,39 +122,6 @@ def print_table(
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     for row in cells:
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
-
-
-class Progress:
-    """A rate line on stderr, rewritten in place at most twice a second, only on a terminal.
-
-    Long produces and consumes show that they are moving; pipes and files get nothing.
-    """
-
-    INTERVAL_S = 0.5
-
-    def __init__(self, verb: str, stream: TextIO | None = None) -> None:
-        self.verb = verb
-        self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty()
-        self.count = 0
-        self.started = self.last = time.monotonic()
-
-    def add(self, n: int = 1) -> None:
-        self.count += n
-        now = time.monotonic()
-        if self.enabled and now - self.last >= self.INTERVAL_S:
-            self.last = now
-            self.stream.write("\r" + self.line(now))
-            self.stream.flush()
-
-    def line(self, now: float) -> str:
-        rate = self.count / max(now - self.started, 1e-9)
-        return f"{self.count:,} records {self.verb}, {rate:,.0f} records/s"
-
-    def done(self) -> None:
-        if self.enabled and self.count:
-            self.stream.write("\r" + self.line(time.monotonic()) + "\n")
-            self.stream.flush()
 
 
 def run(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:

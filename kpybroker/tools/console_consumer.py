@@ -27,7 +27,6 @@ from confluent_kafka import (
 
 from kpybroker.tools.common import (
     DEFAULT_TIMEOUT_S,
-    Progress,
     client_config,
     describe_error,
     fail,
@@ -35,6 +34,7 @@ from kpybroker.tools.common import (
     parser,
     run,
 )
+from kpybroker.tools.progress import Progress
 
 EXAMPLES = """\
 examples:
@@ -42,6 +42,8 @@ examples:
   kpybroker-console-consumer --bootstrap-server localhost:9092 --topic orders --partition 0 \\
       --offset 42 --max-messages 10 --property print.offset=true --property print.key=true
   kpybroker-console-consumer --bootstrap-server localhost:9092 --topic orders --group audit
+  kpybroker-console-consumer --bootstrap-server localhost:9092 --topic load --from-beginning \\
+      --progress > /dev/null
 """
 
 POLL_S = 0.2
@@ -131,6 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
         "headers.key.separator, null.literal",
     )
     result.add_argument(
+        "--progress",
+        action="store_true",
+        help="print throughput (records/s, MB/s, totals) to stderr every second, and a summary",
+    )
+    result.add_argument(
         "--consumer-property",
         action="append",
         default=[],
@@ -168,13 +175,18 @@ def attach(consumer: Consumer, args: argparse.Namespace) -> None:
     consumer.assign([TopicPartition(args.topic, p, offset) for p in partitions])
 
 
-def consume(consumer: Consumer, args: argparse.Namespace, record_format: RecordFormat) -> int:
+def consume(
+    consumer: Consumer,
+    args: argparse.Namespace,
+    record_format: RecordFormat,
+    progress: Progress,
+) -> int:
     """Print records until --max-messages, --timeout-ms or ^C; return how many were printed."""
-    progress = Progress("received")
     out = sys.stdout
     idle_since = time.monotonic()
+    progress.start()
     try:
-        while args.max_messages is None or progress.count < args.max_messages:
+        while args.max_messages is None or progress.records < args.max_messages:
             message = consumer.poll(POLL_S)
             if message is None:
                 idle = time.monotonic() - idle_since
@@ -189,12 +201,13 @@ def consume(consumer: Consumer, args: argparse.Namespace, record_format: RecordF
                 continue
             idle_since = time.monotonic()
             out.write(record_format.line(message))
-            progress.add()
+            progress.add(len(message.key() or b"") + len(message.value() or b""))
     except KeyboardInterrupt:
         pass
-    out.flush()
-    progress.done()
-    return progress.count
+    finally:
+        out.flush()
+        progress.done()
+    return progress.records
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -216,7 +229,7 @@ def _main(argv: Sequence[str] | None) -> int:
     consumer = Consumer(config)
     try:
         attach(consumer, args)
-        count = consume(consumer, args, record_format)
+        count = consume(consumer, args, record_format, Progress("received", report=args.progress))
     finally:
         consumer.close()
     print(f"Processed a total of {count} messages", file=sys.stderr)

@@ -15,11 +15,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, Message, Producer
 
 from kpybroker.tools.common import (
     DEFAULT_TIMEOUT_S,
-    Progress,
     client_config,
     describe_error,
     fail,
@@ -27,12 +26,15 @@ from kpybroker.tools.common import (
     parser,
     run,
 )
+from kpybroker.tools.progress import Progress
 
 EXAMPLES = """\
 examples:
   echo hello | kpybroker-console-producer --bootstrap-server localhost:9092 --topic orders
   kpybroker-console-producer --bootstrap-server localhost:9092 --topic orders \\
       --property parse.key=true --property key.separator=: --input-file orders.txt
+  seq 1000000 | kpybroker-console-producer --bootstrap-server localhost:9092 --topic load \\
+      --progress
 """
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -112,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--request-required-acks", default="all", help="acks: all (-1), 1 or 0 (default all)"
     )
     result.add_argument(
+        "--progress",
+        action="store_true",
+        help="print throughput (records/s, MB/s, totals) to stderr every second, and a summary",
+    )
+    result.add_argument(
         "--producer-property",
         action="append",
         default=[],
@@ -122,37 +129,40 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def produce_lines(
-    producer: Producer, topic: str, lines: Iterable[str], line_format: LineFormat
+    producer: Producer,
+    topic: str,
+    lines: Iterable[str],
+    line_format: LineFormat,
+    progress: Progress,
 ) -> int:
     """Send every line; return how many were delivered. The first failure stops the run."""
     errors: list[KafkaError] = []
-    delivered = 0
-    progress = Progress("sent")
 
-    def on_delivery(error: KafkaError | None, _message: object) -> None:
-        nonlocal delivered
+    def on_delivery(error: KafkaError | None, message: Message) -> None:
         if error is not None:
             errors.append(error)
         else:
-            delivered += 1
-            progress.add()
+            progress.add(len(message.key() or b"") + len(message.value() or b""))
 
-    for line in lines:
-        key, value, headers = line_format.parse(line.rstrip("\r\n"))
-        while True:
-            try:
-                producer.produce(topic, value, key, headers=headers, on_delivery=on_delivery)
+    progress.start()
+    try:
+        for line in lines:
+            key, value, headers = line_format.parse(line.rstrip("\r\n"))
+            while True:
+                try:
+                    producer.produce(topic, value, key, headers=headers, on_delivery=on_delivery)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.1)
+            producer.poll(0)
+            if errors:
                 break
-            except BufferError:  # the local queue is full: let deliveries drain it
-                producer.poll(0.1)
-        producer.poll(0)
-        if errors:
-            break
-    producer.flush(DEFAULT_TIMEOUT_S)
-    progress.done()
+        producer.flush(DEFAULT_TIMEOUT_S)
+    finally:
+        progress.done()
     if errors:
         fail(f"Sending to {topic} failed: {describe_error(Exception(errors[0]))}")
-    return delivered
+    return progress.records
 
 
 def open_input(path: str | None) -> TextIO:
@@ -176,7 +186,9 @@ def _main(argv: Sequence[str] | None) -> int:
     config = client_config(args, **(defaults | overrides))
     producer = Producer(config)
     with open_input(args.input_file) as lines:
-        produce_lines(producer, args.topic, lines, line_format)
+        produce_lines(
+            producer, args.topic, lines, line_format, Progress("sent", report=args.progress)
+        )
     return 0
 
 

@@ -129,7 +129,7 @@ def test_acknowledged_records_survive_twenty_sigkills(broker: ManagedBroker) -> 
         stop.set()
         for thread in threads:
             thread.join(300)
-    assert broker.log_text().count("unclean shutdown") >= KILLS
+    assert broker.log_text().count("(unclean log dirs = ") >= KILLS
 
     stored = {}
     for partition in range(PARTITIONS):

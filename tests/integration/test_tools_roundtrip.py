@@ -134,3 +134,32 @@ def test_consumer_groups_tool(module_broker: ManagedBroker) -> None:
     assert "dry run" in shifted.check().stdout and " 3" in shifted.stdout.splitlines()[1]
     kpy("consumer_groups", module_broker, "--delete", "--group", "tool-g").check()
     assert "tool-g" not in kpy("consumer_groups", module_broker, "--list").check().stdout.split()
+
+
+WINDOW_LINE = re.compile(
+    r"^[\d,]+ records (sent|received), [\d,.]+ records/sec \([\d,.]+ MB/sec\); "
+    r"[\d,]+ records \([\d,.]+ MB\) in total$"
+)
+
+
+def test_progress_reports_throughput_on_stderr(module_broker: ManagedBroker) -> None:
+    kpy("topic_command", module_broker, "--create", "--topic", "tool-progress").check()
+    values = [f"{i:04d}" for i in range(2000)]  # 2,000 records of 4 bytes: 0.01 MB
+    produced = kpy("console_producer", module_broker, "--topic", "tool-progress", "--progress",
+                   input="".join(f"{v}\n" for v in values)).check()  # fmt: skip
+    *windows, summary = produced.stderr.splitlines()
+    assert all(WINDOW_LINE.match(line) for line in windows), windows
+    assert re.fullmatch(
+        r"Total: 2,000 records \(0\.01 MB\) sent in [\d.]+ s, [\d,.]+ records/sec "
+        r"\([\d.]+ MB/sec\)",
+        summary,
+    )
+
+    consumed = kpy("console_consumer", module_broker, "--topic", "tool-progress",
+                   "--from-beginning", "--max-messages", "2000", "--timeout-ms", "20000",
+                   "--progress").check()  # fmt: skip
+    assert consumed.stdout.splitlines() == values  # the records alone on stdout
+    *windows, summary, processed = consumed.stderr.splitlines()
+    assert all(WINDOW_LINE.match(line) for line in windows), windows
+    assert summary.startswith("Total: 2,000 records (0.01 MB) received in ")
+    assert processed == "Processed a total of 2000 messages"

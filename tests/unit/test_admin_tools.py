@@ -9,6 +9,7 @@ import pytest
 from kpybroker.tools.common import ToolError, key_values, print_table, run
 from kpybroker.tools.config_command import parse_add_config
 from kpybroker.tools.console_producer import LineFormat
+from kpybroker.tools.progress import Progress
 
 
 def test_tables_are_aligned() -> None:
@@ -60,3 +61,40 @@ def test_failures_are_one_sentence_and_exit_1(capsys: pytest.CaptureFixture[str]
 
     assert run(main, []) == 1
     assert capsys.readouterr().err == "Error: Topic 'x' does not exist.\n"
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_reports_each_second_and_a_summary() -> None:
+    out, clock = io.StringIO(), FakeClock()
+    progress = Progress("sent", report=True, stream=out, clock=clock)
+    for _ in range(3000):
+        progress.add(1024)
+    clock.now += 2.0
+    progress.tick()
+    for _ in range(1000):
+        progress.add(512)
+    clock.now += 0.5
+    progress.tick()
+    clock.now += 0.5
+    progress.done()
+    assert out.getvalue().splitlines() == [
+        "3,000 records sent, 1,500.0 records/sec (1.46 MB/sec); 3,000 records (2.93 MB) in total",
+        "1,000 records sent, 2,000.0 records/sec (0.98 MB/sec); 4,000 records (3.42 MB) in total",
+        "Total: 4,000 records (3.42 MB) sent in 3.0 s, 1,333.3 records/sec (1.14 MB/sec)",
+    ]
+
+
+def test_without_progress_a_pipe_gets_no_progress_lines() -> None:
+    out = io.StringIO()  # not a terminal
+    progress = Progress("received", stream=out)
+    progress.start()
+    progress.add(10)
+    progress.done()
+    assert out.getvalue() == "" and progress.records == 1 and progress.bytes == 10
