@@ -39,6 +39,7 @@ from kpybroker.metadata.model import ChangeKind, Endpoint, MetadataChange
 from kpybroker.metadata.store import MetadataStore
 from kpybroker.metadata.znodes import DEFAULT_BROKER_ENTITY
 from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
+from kpybroker.metrics.broker_metrics import BrokerMetrics
 from kpybroker.producer_ids import ProducerIdManager
 from kpybroker.quotas.connection_quotas import ConnectionQuotas
 from kpybroker.quotas.entity import DEFAULT, ClientQuotaEntity
@@ -55,7 +56,9 @@ from kpybroker.security.listener_security import ListenerSecurity, listener_secu
 from kpybroker.security.scram_users import credential_lookup
 from kpybroker.server.connection import ListenerSettings
 from kpybroker.server.connection_gate import ConnectionGate
+from kpybroker.server.http_listener import HttpListener
 from kpybroker.server.listener import bound_port, start_listener
+from kpybroker.server.metrics_listener import start_metrics_listener
 from kpybroker.share_coordinator.service import ShareCoordinator
 from kpybroker.share_coordinator.share_coordinator_settings import ShareCoordinatorSettings
 from kpybroker.share_coordinator.state_persister import DefaultStatePersister
@@ -126,6 +129,8 @@ class Broker:
         self.services: Services | None = None
         self.cluster_id: str | None = None
         self.servers: list[asyncio.Server] = []
+        self.metrics: BrokerMetrics | None = None
+        self.http_listeners: list[HttpListener] = []
         self.tasks: list[asyncio.Task] = []
         # topic -> (the broker config and overrides it was computed from, its LogConfig)
         self._log_configs: dict[str, tuple[BrokerConfig, dict[str, str], LogConfig]] = {}
@@ -141,6 +146,7 @@ class Broker:
         await self.cluster.start()
         self.cluster_id = await self.cluster.ensure_cluster_id()
         self.view = ClusterView(self.broker_id, self.cluster_id, self.cluster)
+        self.metrics = BrokerMetrics(self.view.topics)
         self.load_dynamic_config()
         await self.start_security()
         self.logs = LogManager(
@@ -214,6 +220,17 @@ class Broker:
             share_partitions=self.share_partitions,
             authorizer=None if self.acl_store is None else self.acl_store.authorizer,
             acls=self.acl_store,
+            topic_stats=self.metrics.topics,
+            request_stats=self.metrics.requests,
+        )
+        self.metrics.watch(
+            hosted=self.replicas,
+            controller=self.controller,
+            topology=self.view,
+            logs=self.logs,
+            groups=self.coordinator,
+            listeners=[listener.name for listener in config.listeners()],
+            connections=self.connections,
         )
         max_request = config.get_int("socket.request.max.bytes")
         backlog = config.get_int("socket.listen.backlog.size")
@@ -260,6 +277,9 @@ class Broker:
         await self.transactions.start()
         for server in self.servers:
             await server.start_serving()
+        for url in config.get_list("metrics.listeners") or ():
+            self.http_listeners.append(await start_metrics_listener(self.metrics.registry, url))
+        self.start_task(self.metrics.event_loop.run(), "event-loop-lag")
         self.start_task(self.housekeeping(), "housekeeping")
         if self.logs.cleaner is not None:
             self.start_task(self.logs.cleaner.run(), "log-cleaner")
@@ -276,6 +296,8 @@ class Broker:
         )
 
     async def stop(self) -> None:
+        for http_listener in self.http_listeners:
+            await http_listener.close()
         for server in self.servers:
             server.close()
         for conn in list(self.connections):
