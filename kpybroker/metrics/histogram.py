@@ -12,8 +12,8 @@ class BucketCounts:
     """Observations counted into buckets, for a ``HistogramMetricFamily`` at scrape time.
 
     prometheus_client's own ``Histogram`` takes a lock and walks its buckets on each
-    observation (about 2 µs); every observation here happens on the broker's one event
-    loop, so a bisection and two additions do.
+    observation; every observation here happens on the broker's one event loop, so a
+    bisection and two additions do.
     """
 
     __slots__ = ("bounds", "counts", "total")
