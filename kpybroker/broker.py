@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kpybroker.apis  # noqa: F401  (registers every handler)
 from kpybroker.apis.support.context import Services
@@ -56,9 +56,7 @@ from kpybroker.security.listener_security import ListenerSecurity, listener_secu
 from kpybroker.security.scram_users import credential_lookup
 from kpybroker.server.connection import ListenerSettings
 from kpybroker.server.connection_gate import ConnectionGate
-from kpybroker.server.http_listener import HttpListener
 from kpybroker.server.listener import bound_port, start_listener
-from kpybroker.server.metrics_listener import start_metrics_listener
 from kpybroker.share_coordinator.service import ShareCoordinator
 from kpybroker.share_coordinator.share_coordinator_settings import ShareCoordinatorSettings
 from kpybroker.share_coordinator.state_persister import DefaultStatePersister
@@ -72,6 +70,9 @@ from kpybroker.transaction_coordinator.partition_verifier import (
 )
 from kpybroker.transaction_coordinator.service import TransactionCoordinator
 from kpybroker.transaction_coordinator.transaction_settings import TransactionSettings
+
+if TYPE_CHECKING:
+    from kpybroker.server.http_listener import HttpListener
 
 log = logging.getLogger(__name__)
 
@@ -223,15 +224,6 @@ class Broker:
             topic_stats=self.metrics.topics,
             request_stats=self.metrics.requests,
         )
-        self.metrics.watch(
-            hosted=self.replicas,
-            controller=self.controller,
-            topology=self.view,
-            logs=self.logs,
-            groups=self.coordinator,
-            listeners=[listener.name for listener in config.listeners()],
-            connections=self.connections,
-        )
         max_request = config.get_int("socket.request.max.bytes")
         backlog = config.get_int("socket.listen.backlog.size")
         gate = ConnectionGate(self.connection_quotas, backlog)
@@ -277,9 +269,7 @@ class Broker:
         await self.transactions.start()
         for server in self.servers:
             await server.start_serving()
-        for url in config.get_list("metrics.listeners") or ():
-            self.http_listeners.append(await start_metrics_listener(self.metrics.registry, url))
-        self.start_task(self.metrics.event_loop.run(), "event-loop-lag")
+        await self.serve_metrics(config.get_list("metrics.listeners") or ())
         self.start_task(self.housekeeping(), "housekeeping")
         if self.logs.cleaner is not None:
             self.start_task(self.logs.cleaner.run(), "log-cleaner")
@@ -330,6 +320,28 @@ class Broker:
             await self.cluster.close()
         if self.store is not None:
             await self.store.close()
+
+    async def serve_metrics(self, urls: Sequence[str]) -> None:
+        """``metrics.listeners``: serve the counters and the state gauges to Prometheus.
+        prometheus_client and aiohttp are imported only here, when they are asked for."""
+        if not urls:
+            return
+        from kpybroker.metrics.registry import BrokerState, broker_registry
+        from kpybroker.server.metrics_listener import start_metrics_listener
+
+        state = BrokerState(
+            hosted=self.replicas,
+            controller=self.controller,
+            topology=self.view,
+            logs=self.logs,
+            groups=self.coordinator,
+            listeners=[listener.name for listener in self.config.listeners()],
+            connections=self.connections,
+        )
+        registry = broker_registry(self.metrics, state)
+        for url in urls:
+            self.http_listeners.append(await start_metrics_listener(registry, url))
+        self.start_task(self.metrics.event_loop.run(), "event-loop-lag")
 
     async def start_security(self) -> None:
         """Users' and clients' configs (quotas, SCRAM credentials), the ACLs, and each

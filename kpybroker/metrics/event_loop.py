@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-
-from prometheus_client.core import HistogramMetricFamily
-from prometheus_client.registry import Collector
+from typing import TYPE_CHECKING
 
 from kpybroker.metrics.histogram import BucketCounts
+
+if TYPE_CHECKING:
+    from prometheus_client.core import HistogramMetricFamily
 
 SAMPLE_INTERVAL_S = 0.5
 LAG_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
 
-class EventLoopLag(Collector):
+class EventLoopLag:
     """Samples the event loop's lag while ``run`` runs."""
 
     def __init__(self) -> None:
@@ -35,6 +36,9 @@ class EventLoopLag(Collector):
             self.lag.observe(max(0.0, loop.time() - due))
 
     def collect(self) -> Iterator[HistogramMetricFamily]:
+        """The samples as a metric family (a prometheus_client collector)."""
+        from prometheus_client.core import HistogramMetricFamily
+
         family = HistogramMetricFamily(
             "kpybroker_event_loop_lag_seconds",
             f"How late the event loop woke a task sleeping {SAMPLE_INTERVAL_S} s at a time.",

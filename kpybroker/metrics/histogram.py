@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from prometheus_client.core import HistogramMetricFamily
+if TYPE_CHECKING:
+    from prometheus_client.core import HistogramMetricFamily
 
 
 class BucketCounts:

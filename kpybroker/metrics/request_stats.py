@@ -11,11 +11,12 @@ fetch counts as ``Fetch`` and again as ``FetchConsumer`` or ``FetchFollower``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
-from prometheus_client.registry import Collector
+from typing import TYPE_CHECKING
 
 from kpybroker.metrics.histogram import BucketCounts
+
+if TYPE_CHECKING:
+    from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
 #: Bucket bounds of the request time histogram, in milliseconds (a long-polling fetch
 #: waits up to its max_wait_ms, 500 by default; an acks=all produce up to its timeout).
@@ -23,7 +24,7 @@ TOTAL_TIME_MS_BUCKETS = (0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 
                          10_000, 30_000)  # fmt: skip
 
 
-class RequestStats(Collector):
+class RequestStats:
     """Counts and times of the requests the broker answered, by API name and version."""
 
     def __init__(self) -> None:
@@ -36,6 +37,9 @@ class RequestStats(Collector):
         times.observe(elapsed_ms)
 
     def collect(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
+        """The counts and times as metric families (a prometheus_client collector)."""
+        from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
         labels = ["request", "version"]
         requests = CounterMetricFamily(
             "kafka_network_requestmetrics_requests",

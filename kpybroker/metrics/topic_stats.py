@@ -10,9 +10,10 @@ more without it for all topics (so a dashboard sums ``{topic!=""}``, as for Kafk
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
+from typing import TYPE_CHECKING
 
-from prometheus_client.core import CounterMetricFamily
-from prometheus_client.registry import Collector
+if TYPE_CHECKING:
+    from prometheus_client.core import CounterMetricFamily
 
 PREFIX = "kafka_server_brokertopicmetrics_"
 
@@ -56,7 +57,7 @@ COUNTERS = (
 )  # fmt: skip
 
 
-class BrokerTopicStats(Collector):
+class BrokerTopicStats:
     """Per-topic and all-topics counters, added to by the produce and fetch handlers.
 
     ``known_topics`` (the cluster's topic names) lets a scrape forget the counters of
@@ -101,6 +102,9 @@ class BrokerTopicStats(Collector):
             counts.bytes_out += size
 
     def collect(self) -> Iterator[CounterMetricFamily]:
+        """The counters as metric families (a prometheus_client collector)."""
+        from prometheus_client.core import CounterMetricFamily
+
         known = self.known_topics()
         for gone in [topic for topic in self.topics if topic not in known]:
             del self.topics[gone]

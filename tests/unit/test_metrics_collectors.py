@@ -14,6 +14,7 @@ from kpybroker.metrics.event_loop import EventLoopLag
 from kpybroker.metrics.group_lag import GroupLagCollector
 from kpybroker.metrics.histogram import BucketCounts
 from kpybroker.metrics.log_state import LogStateCollector
+from kpybroker.metrics.registry import BrokerState, broker_registry
 from kpybroker.metrics.replica_state import ReplicaStateCollector
 from kpybroker.metrics.request_stats import RequestStats
 from kpybroker.metrics.topic_stats import BrokerTopicStats
@@ -195,9 +196,12 @@ def test_connections_per_listener_with_zero_for_an_idle_one() -> None:
 
 def test_each_broker_has_its_own_registry() -> None:
     first, second = BrokerMetrics(lambda: {"t"}), BrokerMetrics(lambda: {"t"})
+    state = BrokerState(
+        FakeHosted(), FakeController(), FakeTopology(), [], FakeGroups([]), ["PLAINTEXT"], []
+    )
+    first_registry, second_registry = broker_registry(first, state), broker_registry(second, state)
     first.topics.produced("t", 3, 300)
     name = "kafka_server_brokertopicmetrics_messagesin_total"
-    assert value(samples_of(first.topics), name, topic="t") == 3
-    assert first.registry.get_sample_value(name, {"topic": "t"}) == 3
-    assert second.registry.get_sample_value(name, {"topic": "t"}) is None
+    assert first_registry.get_sample_value(name, {"topic": "t"}) == 3
+    assert second_registry.get_sample_value(name, {"topic": "t"}) is None
     assert REGISTRY.get_sample_value(name) is None

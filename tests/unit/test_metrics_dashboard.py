@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kpybroker.metrics.broker_metrics import BrokerMetrics
+from kpybroker.metrics.registry import BrokerState, broker_registry
 from tests.helpers.metrics_state import (
     FakeConnection,
     FakeController,
@@ -40,7 +41,7 @@ def exposed_names() -> set[str]:
     """Every sample name of a broker's scrape, with something counted in each family."""
     hosted = FakeHosted({("t", 0): FakePartition(high_watermark=9)})
     metrics = BrokerMetrics(lambda: {"t"})
-    metrics.watch(
+    state = BrokerState(
         hosted=hosted,
         controller=FakeController(),
         topology=FakeTopology({"t": [0]}),
@@ -52,7 +53,7 @@ def exposed_names() -> set[str]:
     metrics.topics.produced("t", 9, 100)
     metrics.requests.record("Produce", 11, 1.0)
     metrics.event_loop.lag.observe(0.001)
-    return {name for name, _ in scrape(metrics.registry)}
+    return {name for name, _ in scrape(broker_registry(metrics, state))}
 
 
 def test_every_panel_queries_metrics_kpybroker_exposes() -> None:
