@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kpybroker.apis  # noqa: F401  (registers every handler)
 from kpybroker.apis.support.context import Services
@@ -39,6 +39,7 @@ from kpybroker.metadata.model import ChangeKind, Endpoint, MetadataChange
 from kpybroker.metadata.store import MetadataStore
 from kpybroker.metadata.znodes import DEFAULT_BROKER_ENTITY
 from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
+from kpybroker.metrics.broker_metrics import BrokerMetrics
 from kpybroker.producer_ids import ProducerIdManager
 from kpybroker.quotas.connection_quotas import ConnectionQuotas
 from kpybroker.quotas.entity import DEFAULT, ClientQuotaEntity
@@ -69,6 +70,9 @@ from kpybroker.transaction_coordinator.partition_verifier import (
 )
 from kpybroker.transaction_coordinator.service import TransactionCoordinator
 from kpybroker.transaction_coordinator.transaction_settings import TransactionSettings
+
+if TYPE_CHECKING:
+    from kpybroker.server.http_listener import HttpListener
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +130,8 @@ class Broker:
         self.services: Services | None = None
         self.cluster_id: str | None = None
         self.servers: list[asyncio.Server] = []
+        self.metrics: BrokerMetrics | None = None
+        self.http_listeners: list[HttpListener] = []
         self.tasks: list[asyncio.Task] = []
         # topic -> (the broker config and overrides it was computed from, its LogConfig)
         self._log_configs: dict[str, tuple[BrokerConfig, dict[str, str], LogConfig]] = {}
@@ -141,6 +147,7 @@ class Broker:
         await self.cluster.start()
         self.cluster_id = await self.cluster.ensure_cluster_id()
         self.view = ClusterView(self.broker_id, self.cluster_id, self.cluster)
+        self.metrics = BrokerMetrics(self.view.topics)
         self.load_dynamic_config()
         await self.start_security()
         self.logs = LogManager(
@@ -215,6 +222,8 @@ class Broker:
             share_partitions=self.share_partitions,
             authorizer=None if self.acl_store is None else self.acl_store.authorizer,
             acls=self.acl_store,
+            topic_stats=self.metrics.topics,
+            request_stats=self.metrics.requests,
         )
         max_request = config.get_int("socket.request.max.bytes")
         backlog = config.get_int("socket.listen.backlog.size")
@@ -261,6 +270,7 @@ class Broker:
         await self.transactions.start()
         for server in self.servers:
             await server.start_serving()
+        await self.serve_metrics(config.get_list("metrics.listeners") or ())
         self.start_task(self.housekeeping(), "housekeeping")
         if self.logs.cleaner is not None:
             self.start_task(self.logs.cleaner.run(), "log-cleaner")
@@ -277,6 +287,8 @@ class Broker:
         )
 
     async def stop(self) -> None:
+        for http_listener in self.http_listeners:
+            await http_listener.close()
         for server in self.servers:
             server.close()
         for conn in list(self.connections):
@@ -309,6 +321,28 @@ class Broker:
             await self.cluster.close()
         if self.store is not None:
             await self.store.close()
+
+    async def serve_metrics(self, urls: Sequence[str]) -> None:
+        """``metrics.listeners``: serve the counters and the state gauges to Prometheus.
+        prometheus_client and aiohttp are imported only here, when they are asked for."""
+        if not urls:
+            return
+        from kpybroker.metrics.registry import BrokerState, broker_registry
+        from kpybroker.server.metrics_listener import start_metrics_listener
+
+        state = BrokerState(
+            hosted=self.replicas,
+            controller=self.controller,
+            topology=self.view,
+            logs=self.logs,
+            groups=self.coordinator,
+            listeners=[listener.name for listener in self.config.listeners()],
+            connections=self.connections,
+        )
+        registry = broker_registry(self.metrics, state)
+        for url in urls:
+            self.http_listeners.append(await start_metrics_listener(registry, url))
+        self.start_task(self.metrics.event_loop.run(), "event-loop-lag")
 
     async def start_security(self) -> None:
         """Users' and clients' configs (quotas, SCRAM credentials), the ACLs, and each

@@ -42,6 +42,10 @@ follower needs CLUSTER_ACTION on the cluster, without which every partition is
 refused. A consumer's fetch is sized and counted against its byte-rate quota
 (``consumer_byte_rate``): over it, Kafka answers with no records at all and the
 throttle time, and does not count what it did not send.
+
+What is answered is counted in Kafka's BrokerTopicMetrics (``metrics.topic_stats``):
+each partition read, once per request however often it was read while waiting, and
+the bytes sent.
 """
 
 from __future__ import annotations
@@ -80,6 +84,19 @@ READ_COMMITTED = 1
 FULL_FETCH_EPOCHS = (-1, 0)
 #: A v18 fetch's high watermark when the follower does not report one (KIP-1166).
 UNKNOWN_HIGH_WATERMARK = LONG_MAX
+#: Read errors Kafka's ReplicaManager does not count as failed fetch requests.
+NOT_COUNTED_AS_FAILED = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.REPLICA_NOT_AVAILABLE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.INCONSISTENT_TOPIC_ID,
+        ErrorCode.OFFSET_OUT_OF_RANGE,
+    }
+)
 
 
 def session_error(request: FetchRequest) -> ErrorCode:
@@ -153,6 +170,7 @@ class FetchPlan:
             w.fetch.high_watermark != UNKNOWN_HIGH_WATERMARK for w in self.wanted
         )
         self.hwm_news = False  # a reporting follower is behind on some high watermark
+        self.answers: list[tuple[Wanted, PartitionData]] = []  # the last pass's reads
         self.quota_bytes = self._quota_bytes()
 
     def _quota_bytes(self) -> int:
@@ -228,6 +246,7 @@ class FetchPlan:
                 remaining = max(0, remaining - len(pd.records))
                 min_one = False
         self.passes += 1
+        self.answers = answers
         return grouped(answers + self.refused)
 
     def read(self, want: Wanted, limit: int, min_one: bool) -> PartitionData:
@@ -295,6 +314,16 @@ def grouped(answers: list[tuple[Wanted, PartitionData]]) -> list[FetchableTopicR
     return responses
 
 
+def count_reads(ctx: RequestContext, plan: FetchPlan) -> None:
+    """Kafka's BrokerTopicMetrics of what is answered: each partition read, and its bytes
+    (a follower's as replication bytes out)."""
+    stats = ctx.services.topic_stats
+    follower = plan.from_follower
+    for want, pd in plan.answers:
+        failed = pd.error_code != 0 and pd.error_code not in NOT_COUNTED_AS_FAILED
+        stats.fetched(want.name, len(pd.records), failed=failed, follower=follower)
+
+
 def record_fetched(ctx: RequestContext, plan: FetchPlan) -> int:
     """Count a consumer's fetched bytes against its byte rate; the throttle time (ms) it
     earns. A throttled fetch is answered empty (Kafka's ``getThrottledResponse``), so what
@@ -335,6 +364,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     throttle_ms = record_fetched(ctx, plan)
     if throttle_ms:
         return FetchResponse(error_code=ErrorCode.NONE, throttle_time_ms=throttle_ms, session_id=0)
+    count_reads(ctx, plan)
     response = FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
     if plan.hinted_leaders:
         response.node_endpoints = [

@@ -28,6 +28,9 @@ the topic's compression.type, both called here before the append, then the
 rest inside the log's append. No record is decoded unless the batch is
 recompressed or its topic compacted.
 
+Each partition is counted in Kafka's BrokerTopicMetrics (``metrics.topic_stats``): its
+batch's records and bytes as they arrived, or its failure.
+
 With acks=all the answer waits, up to the request's ``timeout_ms``, for the
 high watermark to pass the batch, that is for every in-sync replica to hold
 it (REQUEST_TIMED_OUT otherwise). Only the leader appends; another broker,
@@ -93,6 +96,21 @@ NO_LOG_START_ERRORS = frozenset(
 )
 
 
+#: Append errors Kafka's ReplicaManager does not count as failed produce requests (the
+#: partition is elsewhere or internal, the batch is too large or corrupt, the disk failed).
+NOT_COUNTED_AS_FAILED = frozenset(
+    {
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+    }
+)
+
+
 class Appended(NamedTuple):
     """A batch in the log, whose acks=all answer waits for the high watermark to pass it."""
 
@@ -128,6 +146,7 @@ def produce_partition(
         batch = validate_produced(data, config, ctx.api_version)
         result = partition.append_as_leader(in_topic_codec(batch, config), acks, verified)
     except KafkaError as exc:
+        services.topic_stats.produce_errored(topic, failed=exc.code not in NOT_COUNTED_AS_FAILED)
         response.error_code = exc.code
         response.base_offset = -1
         if partition is not None and exc.code not in NO_LOG_START_ERRORS:
@@ -142,6 +161,7 @@ def produce_partition(
             response.record_errors = [BatchIndexAndErrorMessage(i, m) for i, m in exc.record_errors]
             response.log_start_offset = exc.log_start_offset
         return response, None
+    services.topic_stats.produced(topic, batch.header.record_count, batch.header.size)
     response.base_offset = result.base_offset
     response.log_append_time_ms = result.log_append_time
     response.log_start_offset = result.log_start_offset

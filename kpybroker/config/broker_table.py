@@ -1176,6 +1176,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Kafka 3.x: add the JMX reporter even when metric.reporters does not name it."),
     ConfigKey("telemetry.max.bytes", INT, 1_048_576, LOW, valid=Range(1),
               doc="Largest client telemetry payload accepted (KIP-714)."),
+    ConfigKey("metrics.listeners", LIST, (), MEDIUM, internal=True, enforced=True,
+              kafka_default="none: kpybroker's own",
+              doc="kpybroker's: comma-separated http://host:port addresses where Prometheus "
+                  "scrapes the broker's metrics, at /metrics, named as the JMX exporter names "
+                  "Kafka's (docs/metrics.md). Empty: no metrics endpoint. An empty host means "
+                  "all interfaces; port 0 picks a free port, which the log names."),
 
     # --- Tiered storage (accepted and ignored: not supported by kpybroker) ------------------------
     ConfigKey("remote.log.storage.system.enable", BOOLEAN, False, MEDIUM,

@@ -10,7 +10,7 @@ shaping of the answer stays in the handlers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from kpybroker.coordinator.committed_offsets import commit_error_response
@@ -107,6 +107,15 @@ class GroupCoordinator:
     async def ensure_offsets_topic(self) -> None:
         """Create ``__consumer_offsets`` the coordinator's way (offsets.topic.*), if missing."""
         await self.runtime.ensure_topic()
+
+    def committed_offsets(self) -> Iterator[tuple[str, str, int, int]]:
+        """(group, topic, partition, offset) of each offset committed to the groups this
+        broker coordinates: what consumer lag is measured from."""
+        for shard in list(self.runtime.shards.values()):
+            for group_id, topics in shard.offsets.offsets.items():
+                for topic, partitions in topics.items():
+                    for partition, committed in partitions.items():
+                        yield group_id, topic, partition, committed.offset
 
     # -- FindCoordinator ------------------------------------------------------------
 

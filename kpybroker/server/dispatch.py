@@ -10,6 +10,9 @@ the ones brokers send each other, with the time the handler spent
 (``request_time``); a client over it gets the throttle time in its answer's
 ``throttle_time_ms`` (the larger of it and a byte-rate throttle the handler
 set), which the connection then honours by muting itself.
+
+Every request a handler ran for is counted here, with the time from its decoding
+to its encoded response (Kafka's RequestsPerSec and TotalTimeMs, ``metrics``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import time
 from typing import Any
 
 from kpybroker.apis.support.context import RequestContext, Services
-from kpybroker.apis.support.registry import REGISTRY, CloseConnection, Handler
+from kpybroker.apis.support.registry import REGISTRY, ApiSpec, CloseConnection, Handler
+from kpybroker.metrics.request_stats import RequestStats
 from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.framing import (
@@ -70,10 +74,22 @@ def _exempt(api_key: int, request: Any) -> bool:
     """Broker-to-broker requests: transaction markers, and followers' fetches."""
     if api_key == WRITE_TXN_MARKERS_KEY:
         return True
-    if api_key == FETCH_KEY:
-        # replica_id before v15, replica_state from then on; the other is -1.
-        return max(request.replica_id, request.replica_state.replica_id) >= 0
-    return False
+    return api_key == FETCH_KEY and _from_follower(request)
+
+
+def _from_follower(fetch_request: Any) -> bool:
+    # replica_id before v15, replica_state from then on; the other is -1.
+    return max(fetch_request.replica_id, fetch_request.replica_state.replica_id) >= 0
+
+
+def _record(stats: RequestStats, spec: ApiSpec, version: int, request: Any, started: int) -> None:
+    """Count the request and its time, a fetch also as Kafka's FetchConsumer or
+    FetchFollower."""
+    elapsed_ms = (time.perf_counter_ns() - started) / 1e6
+    stats.record(spec.name, version, elapsed_ms)
+    if spec.key == FETCH_KEY:
+        role = "FetchFollower" if _from_follower(request) else "FetchConsumer"
+        stats.record(role, version, elapsed_ms)
 
 
 async def answer(
@@ -97,6 +113,7 @@ async def answer(
         if api_key == API_VERSIONS_KEY and api_version > spec.max_version:
             return unsupported_api_versions(correlation_id), None
         raise CloseConnection(f"unsupported {spec.name} version {api_version}")
+    started = time.perf_counter_ns()
     try:
         header = parse_request_header(frame)
         request, _ = spec.request_class.decode(frame, header.body_offset, api_version)
@@ -114,10 +131,13 @@ async def answer(
         request_size=len(frame),
         connection_id=connection_id,
     )
-    response = await handle(handler or spec.handler, ctx, request, api_key)
-    if response is None:
-        return None
-    parts = frame_response(
-        response_header(api_key, api_version, correlation_id), response.encode(api_version)
-    )
-    return parts, response
+    try:
+        response = await handle(handler or spec.handler, ctx, request, api_key)
+        if response is None:
+            return None
+        parts = frame_response(
+            response_header(api_key, api_version, correlation_id), response.encode(api_version)
+        )
+        return parts, response
+    finally:
+        _record(services.request_stats, spec, api_version, request, started)

@@ -24,6 +24,8 @@ from kpybroker.cluster.view import BrokerAddress
 from kpybroker.config import BrokerConfig
 from kpybroker.metadata.entity_configs import Entity
 from kpybroker.metadata.model import PartitionMetadata, PartitionState, TopicMetadata
+from kpybroker.metrics.request_stats import RequestStats
+from kpybroker.metrics.topic_stats import BrokerTopicStats
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.quotas.quota_managers import QuotaManagers
 from kpybroker.quotas.settings import QuotaSettings
@@ -391,6 +393,8 @@ def services(
         quotas=QuotaManagers.from_settings(QuotaSettings.from_config(settings)),
         share_partitions=share_partitions,
         share_state=share_state or FakeShareState(),
+        topic_stats=BrokerTopicStats(lambda: {t.name for t in topics.all()}),
+        request_stats=RequestStats(),
         authorizer=authorizer,
         acls=acls,
     )

@@ -181,6 +181,7 @@ def test_kafka_defaults_we_deliberately_change_are_documented() -> None:
         "share.version",  # kpybroker's: a feature level in Kafka
         "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr",
+        "metrics.listeners",  # kpybroker's own: Kafka is scraped through the JMX exporter
     }
     assert BROKER_CONFIGS["broker.id"].kafka_default == "-1"
     assert BROKER_CONFIGS["log.dir"].kafka_default == "/tmp/kafka-logs"

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from kpybroker.log.partition_log import PartitionLog
     from kpybroker.metadata.entity_configs import Entity
     from kpybroker.metadata.model import TopicMetadata
+    from kpybroker.metrics.request_stats import RequestStats
+    from kpybroker.metrics.topic_stats import BrokerTopicStats
     from kpybroker.protocol.errors import ErrorCode, KafkaError
     from kpybroker.quotas.quota_managers import QuotaManagers
     from kpybroker.security.acls.acl_store import AclDeleteResult, AclError
@@ -430,6 +432,10 @@ class Services:
     quotas: QuotaManagers
     share_partitions: SharePartitions
     share_state: ShareState
+    #: Kafka's BrokerTopicMetrics, which Produce and Fetch add to per partition.
+    topic_stats: BrokerTopicStats
+    #: Kafka's RequestMetrics, which dispatch adds to per request.
+    request_stats: RequestStats
     #: None: no ``authorizer.class.name``, every request is allowed.
     authorizer: Authorizer | None = None
     #: None exactly when ``authorizer`` is: the ACL APIs answer SECURITY_DISABLED.
