@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kpybroker.apis  # noqa: F401  (registers every handler)
 from kpybroker.apis.support.context import Services
@@ -69,6 +69,9 @@ from kpybroker.transaction_coordinator.partition_verifier import (
 )
 from kpybroker.transaction_coordinator.service import TransactionCoordinator
 from kpybroker.transaction_coordinator.transaction_settings import TransactionSettings
+
+if TYPE_CHECKING:
+    from kpybroker.console import Console
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +129,7 @@ class Broker:
         self.services: Services | None = None
         self.cluster_id: str | None = None
         self.servers: list[asyncio.Server] = []
+        self.console: Console | None = None
         self.tasks: list[asyncio.Task] = []
         # topic -> (the broker config and overrides it was computed from, its LogConfig)
         self._log_configs: dict[str, tuple[BrokerConfig, dict[str, str], LogConfig]] = {}
@@ -260,6 +264,15 @@ class Broker:
         await self.transactions.start()
         for server in self.servers:
             await server.start_serving()
+        if config.get("console.enable"):
+            # Here, not at the top: aiohttp costs startup time a broker without it need not pay.
+            from kpybroker.console import start_console
+
+            self.console = await start_console(
+                self.services,
+                config.get("console.listeners"),
+                admin_enabled=config.get("console.admin.enable"),
+            )
         self.start_task(self.housekeeping(), "housekeeping")
         if self.logs.cleaner is not None:
             self.start_task(self.logs.cleaner.run(), "log-cleaner")
@@ -276,6 +289,8 @@ class Broker:
         )
 
     async def stop(self) -> None:
+        if self.console is not None:
+            await self.console.close()
         for server in self.servers:
             server.close()
         for conn in list(self.connections):
