@@ -6,9 +6,10 @@ topic with its partition count and offsets, the group with its lag, and a throug
 chart that takes in records produced while it is open. Screenshots go to
 ``tests/artifacts/console/`` (ignored by git), printed at the end of the test.
 
-Also here: the admin actions through the JSON API, refused when ``console.admin.enable``
-is off; and slow HTTP clients (headers one byte at a time, idle connections), which
-must not hold up Kafka requests on the same event loop.
+Also here: a KIP-848 consumer group and a share group through the JSON API; the admin
+actions, refused when ``console.admin.enable`` is off; and slow HTTP clients (headers
+one byte at a time, idle connections), which must not hold up Kafka requests on the
+same event loop.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import json
 import re
 import socket
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -27,9 +30,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kpybroker.protocol.messages.api_versions import ApiVersionsRequest
 from kpybroker.protocol.messages.metadata import MetadataRequest
+from kpybroker.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from tests.helpers.brokers import BrokerFactory, ManagedBroker, selected_target
 from tests.helpers.chromium import Chromium, chromium_path
-from tests.helpers.groups_wire import Wire
+from tests.helpers.groups_wire import Wire, find_coordinator
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -45,6 +49,8 @@ PER_PARTITION = 10
 COMMITTED = {0: 4, 1: 10, 2: 0}
 LAG = 16
 MORE = 20
+GROUP_SETTINGS = {"group.id": GROUP, "enable.auto.commit": False}
+MEMBER = "console-member"
 CONSOLE = {"console.enable": "true", "console.listeners": "http://127.0.0.1:0"}
 SERVING = re.compile(r"console\.listeners: serving HTTP on (http://\S+)")
 
@@ -63,18 +69,20 @@ def produce(bootstrap: str, partition_counts: dict[int, int]) -> None:
     assert producer.flush(30) == 0
 
 
-def make_topic_and_group(bootstrap: str) -> Consumer:
-    """The topic with its records, and the group with its committed offsets and one
-    member (which commits nothing more): returned, to be closed by the caller."""
+def make_topic_and_group(bootstrap: str) -> None:
+    """The topic with its records, and the group with its committed offsets."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
     produce(bootstrap, dict.fromkeys(range(PARTITIONS), PER_PARTITION))
-    settings = {"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False}
-    committer = Consumer(settings)
+    committer = Consumer(GROUP_SETTINGS | {"bootstrap.servers": bootstrap})
     offsets = [TopicPartition(TOPIC, p, o) for p, o in COMMITTED.items()]
     committer.commit(offsets=offsets, asynchronous=False)
     committer.close()
-    member = Consumer(settings | {"client.id": "console-member"})
+
+
+def join_group(bootstrap: str) -> Consumer:
+    """A member of the group, assigned the topic, which commits nothing more."""
+    member = Consumer(GROUP_SETTINGS | {"bootstrap.servers": bootstrap, "client.id": MEMBER})
     member.subscribe([TOPIC])
     deadline = time.monotonic() + 60
     while not member.assignment():
@@ -106,7 +114,8 @@ def chart_sum(chart: str) -> str:
 def test_console_pages_in_chromium(broker_factory: BrokerFactory, tmp_path: Path) -> None:
     broker = broker_factory(CONSOLE)
     url = console_url(broker)
-    member = make_topic_and_group(broker.bootstrap)
+    make_topic_and_group(broker.bootstrap)
+    member = join_group(broker.bootstrap)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     try:
         with Chromium(tmp_path / "chromium") as chromium:
@@ -148,7 +157,7 @@ async def look_at_the_console(chromium: Chromium, url: str, bootstrap: str) -> N
         lags = [PER_PARTITION - offset for offset in COMMITTED.values()]
         await page.wait_for(column_is("offsets", "lag", lags))
         assert await page.evaluate("document.querySelector('#group-lag').textContent") == str(LAG)
-        assert await page.evaluate(cells("members", "client_id")) == ["console-member"]
+        assert await page.evaluate(cells("members", "client_id")) == [MEMBER]
         assignment = f"{TOPIC}: {','.join(map(str, range(PARTITIONS)))}"
         assert await page.evaluate(cells("members", "assignment")) == [assignment]
         await page.screenshot(ARTIFACTS / "group.png")
@@ -197,7 +206,7 @@ async def use_admin_actions(read_only: str, url: str, bootstrap: str) -> None:
         async with http.get(f"{url}/api/topics/made-in-console") as answer:
             assert answer.status == 404
 
-        await asyncio.to_thread(make_topic_and_group(bootstrap).close)
+        await asyncio.to_thread(make_topic_and_group, bootstrap)
         async with http.delete(f"{url}/api/groups/{GROUP}") as answer:
             assert answer.status == 200, await answer.text()
         async with http.get(f"{url}/api/groups/{GROUP}") as answer:
@@ -242,3 +251,60 @@ VERSIONS_REQUEST = ApiVersionsRequest(
 async def get_json(url: str) -> dict:
     async with aiohttp.ClientSession() as http, http.get(url) as answer:
         return await answer.json()
+
+
+def test_consumer_and_share_groups_in_the_json_api(broker_factory: BrokerFactory) -> None:
+    """A KIP-848 consumer group (confluent-kafka, ``group.protocol=consumer``) and a
+    KIP-932 share group (a raw ShareGroupHeartbeat) are listed with their type and
+    members; the consumer group's lag is its committed offsets' distance to the end."""
+    broker = broker_factory(CONSOLE)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
+    produce(broker.bootstrap, dict.fromkeys(range(PARTITIONS), PER_PARTITION))
+    member = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "new-protocol",
+            "group.protocol": "consumer",
+            "enable.auto.commit": False,
+        }
+    )
+    member.subscribe([TOPIC])
+    deadline = time.monotonic() + 60
+    while len(member.assignment()) < PARTITIONS:
+        assert time.monotonic() < deadline, "the member was not assigned every partition"
+        member.poll(0.2)
+    offsets = [TopicPartition(TOPIC, p, o) for p, o in COMMITTED.items()]
+    member.commit(offsets=offsets, asynchronous=False)
+    find_coordinator(broker.bootstrap, "sharing")
+    with Wire(broker.bootstrap) as kafka:
+        joined = kafka.call(
+            ShareGroupHeartbeatRequest(
+                group_id="sharing",
+                member_id=str(uuid.uuid4()),
+                member_epoch=0,
+                subscribed_topic_names=[TOPIC],
+            ),
+            1,
+        )
+        assert joined.error_code == 0, joined
+        try:
+            groups, new, shared = asyncio.run(
+                get_groups(console_url(broker), "new-protocol", "sharing")
+            )
+        finally:
+            member.close()
+    listed = {g["group_id"]: (g["type"], g["members"]) for g in groups}
+    assert listed == {"new-protocol": ("consumer", 1), "sharing": ("share", 1)}
+    assert new["lag"] == LAG
+    assert new["members"][0]["assignment"] == {TOPIC: list(range(PARTITIONS))}
+    assert [m["member_id"] for m in shared["members"]] == [joined.member_id]
+
+
+async def get_groups(url: str, *group_ids: str) -> list[Any]:
+    async with aiohttp.ClientSession() as http:
+        answers = [await (await http.get(f"{url}/api/groups")).json()]
+        for group_id in group_ids:
+            async with http.get(f"{url}/api/groups/{group_id}") as answer:
+                answers.append(await answer.json())
+    return answers
