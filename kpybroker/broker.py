@@ -72,6 +72,7 @@ from kpybroker.transaction_coordinator.service import TransactionCoordinator
 from kpybroker.transaction_coordinator.transaction_settings import TransactionSettings
 
 if TYPE_CHECKING:
+    from kpybroker.console import Console
     from kpybroker.server.http_listener import HttpListener
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,7 @@ class Broker:
         self.servers: list[asyncio.Server] = []
         self.metrics: BrokerMetrics | None = None
         self.http_listeners: list[HttpListener] = []
+        self.console: Console | None = None
         self.tasks: list[asyncio.Task] = []
         # topic -> (the broker config and overrides it was computed from, its LogConfig)
         self._log_configs: dict[str, tuple[BrokerConfig, dict[str, str], LogConfig]] = {}
@@ -271,6 +273,8 @@ class Broker:
         for server in self.servers:
             await server.start_serving()
         await self.serve_metrics(config.get_list("metrics.listeners") or ())
+        if config.get("console.enable"):
+            await self.serve_console()
         self.start_task(self.housekeeping(), "housekeeping")
         if self.logs.cleaner is not None:
             self.start_task(self.logs.cleaner.run(), "log-cleaner")
@@ -287,6 +291,8 @@ class Broker:
         )
 
     async def stop(self) -> None:
+        if self.console is not None:
+            await self.console.close()
         for http_listener in self.http_listeners:
             await http_listener.close()
         for server in self.servers:
@@ -343,6 +349,19 @@ class Broker:
         for url in urls:
             self.http_listeners.append(await start_metrics_listener(registry, url))
         self.start_task(self.metrics.event_loop.run(), "event-loop-lag")
+
+    async def serve_console(self) -> None:
+        """``console.enable``: the web console, its latency chart fed by the request stats.
+        aiohttp is imported only here, when it is asked for."""
+        from kpybroker.console import start_console
+
+        assert self.services is not None and self.metrics is not None
+        self.console = await start_console(
+            self.services,
+            self.config.get("console.listeners"),
+            admin_enabled=self.config.get("console.admin.enable"),
+            latency=self.metrics.requests,
+        )
 
     async def start_security(self) -> None:
         """Users' and clients' configs (quotas, SCRAM credentials), the ACLs, and each

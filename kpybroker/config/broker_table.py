@@ -888,6 +888,21 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "kafka-features.sh; new Kafka 4.2+ clusters get 1). 1 enables share groups "
                   "(KIP-932): their APIs are advertised and served; 0 leaves them off unless "
                   "group.share.enable is set. Every broker of a cluster should have the same."),
+    # --- Web console (kpybroker's own; docs/console.md) -------------------------------------------
+    ConfigKey("console.enable", BOOLEAN, False, MEDIUM, internal=True, enforced=True,
+              kafka_default="none: kpybroker's own",
+              doc="kpybroker's: serve the read-only web console (brokers, topics, groups and "
+                  "their lag, live throughput) at console.listeners. Off by default."),
+    ConfigKey("console.listeners", STRING, "http://127.0.0.1:9021", MEDIUM, internal=True,
+              enforced=True, kafka_default="none: kpybroker's own",
+              doc="kpybroker's: where the web console listens, http://host:port (one address; "
+                  "port 0 picks a free one). Loopback by default: the console is not behind "
+                  "the Kafka listeners' authentication."),
+    ConfigKey("console.admin.enable", BOOLEAN, False, MEDIUM, internal=True, enforced=True,
+              kafka_default="none: kpybroker's own",
+              doc="kpybroker's: let the web console create and delete topics and delete "
+                  "consumer groups, through the same code as CreateTopics, DeleteTopics and "
+                  "DeleteGroups. Off: the console only reads."),
     ConfigKey("producer.id.expiration.ms", INT, 86_400_000, LOW, valid=Range(1), mode=CLUSTER_WIDE,
               enforced=True,
               doc="Producer state of an idempotent producer is dropped after this long without "

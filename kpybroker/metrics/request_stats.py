@@ -36,6 +36,15 @@ class RequestStats:
             times = self.times[(request, version)] = BucketCounts(TOTAL_TIME_MS_BUCKETS)
         times.observe(elapsed_ms)
 
+    def totals(self) -> dict[str, tuple[int, float]]:
+        """Requests answered and their milliseconds in all, by API name (every version):
+        cumulative, for the console's latency chart."""
+        totals: dict[str, tuple[int, float]] = {}
+        for (request, _), times in self.times.items():
+            count, total = totals.get(request, (0, 0.0))
+            totals[request] = (count + sum(times.counts), total + times.total)
+        return totals
+
     def collect(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
         """The counts and times as metric families (a prometheus_client collector)."""
         from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily

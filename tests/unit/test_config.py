@@ -182,6 +182,9 @@ def test_kafka_defaults_we_deliberately_change_are_documented() -> None:
         "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr",
         "metrics.listeners",  # kpybroker's own: Kafka is scraped through the JMX exporter
+        "console.enable",  # kpybroker's: the web console
+        "console.listeners",
+        "console.admin.enable",
     }
     assert BROKER_CONFIGS["broker.id"].kafka_default == "-1"
     assert BROKER_CONFIGS["log.dir"].kafka_default == "/tmp/kafka-logs"
