@@ -133,6 +133,9 @@ async def look_at_the_console(chromium: Chromium, url: str, bootstrap: str) -> N
         await page.navigate(f"{url}/#/")
         await page.wait_for(column_is("brokers", "port", [bootstrap.rsplit(":", 1)[1]]))
         await page.wait_for(f"{chart_sum('chart-records')} >= {records}")
+        # The latency chart draws the request times the broker counts, Produce among them.
+        latency_legend = "document.querySelector('#chart-latency')?.textContent || ''"
+        await page.wait_for(f"({latency_legend}).includes('Produce')")
         await page.screenshot(ARTIFACTS / "cluster.png")
 
         await page.navigate(f"{url}/#/topics")

@@ -40,7 +40,7 @@ function drawChart(svg, series, unit) {
   const zero = svgElement("text", { x: 2, y: height - bottom });
   zero.textContent = "0";
   svg.append(zero);
-  const span = svgElement("text", { x: width - 4, y: height - 4, "text-anchor": "end" });
+  const span = svgElement("text", { x: width - 4, y: top + 8, "text-anchor": "end" });
   span.textContent = t1 > t0 ? `last ${Math.round(t1 - t0)} s` : "";
   svg.append(span);
   series.forEach((s, i) => {

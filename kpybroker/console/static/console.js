@@ -85,7 +85,13 @@ async function clusterPage() {
     chartFigure("chart-bytes", "Bytes in / s (log growth)", [seriesOf(samples, "all topics", (s) => s.bytes_per_s)], "B/s"),
   ];
   if (rates.latency_available) {
-    const names = [...new Set(samples.flatMap((s) => Object.keys(s.latency_ms)))].sort().slice(0, 6);
+    // Produce and Fetch first, then the APIs seen in the most samples: four lines at most.
+    const seen = {};
+    samples.forEach((s) => Object.keys(s.latency_ms).forEach((n) => { seen[n] = (seen[n] || 0) + 1; }));
+    const rank = (n) => (n === "Produce" ? 0 : n === "Fetch" ? 1 : 2);
+    const names = Object.keys(seen)
+      .sort((a, b) => rank(a) - rank(b) || seen[b] - seen[a] || a.localeCompare(b))
+      .slice(0, 4);
     charts.push(chartFigure("chart-latency", "Request latency (mean ms)",
       names.map((n) => seriesOf(samples, n, (s) => s.latency_ms[n])), "ms"));
   } else {
