@@ -48,11 +48,12 @@ from confluent_kafka import Producer
 from kafka.protocol.admin import DeleteGroupsRequest, ListGroupsRequest
 from kafka.record.memory_records import MemoryRecords
 
+from kpybroker.testing.output import OutputDrain
 from tests.helpers.brokers import ManagedBroker, launcher
 from tests.helpers.clients import ConfluentClient
 from tests.helpers.groups_wire import find_coordinator
 from tests.helpers.java import java_command
-from tests.helpers.process import OutputDrain, ToolResult, ToolRunner, wait_until
+from tests.helpers.process import ToolResult, ToolRunner, wait_until
 from tests.helpers.share_wire import (
     ACCEPT,
     REJECT,
