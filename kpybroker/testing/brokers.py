@@ -63,7 +63,11 @@ class KafkaBroker(ClientHelpers):
         if self._runner is not None:
             raise RuntimeError("the broker is running already")
         runner = runner_for(self.mode, f"kpybroker-{self.settings.get('broker.id', 0)}")
-        self.listeners = runner.start(self.settings, self.start_timeout)
+        try:
+            self.listeners = runner.start(self.settings, self.start_timeout)
+        except BaseException:
+            self._remove_own_directory()
+            raise
         self._runner = runner
         return self
 
@@ -74,8 +78,11 @@ class KafkaBroker(ClientHelpers):
             if runner is not None:
                 runner.stop(self.stop_timeout)
         finally:
-            if self._own_directory:
-                shutil.rmtree(self.directory, ignore_errors=True)
+            self._remove_own_directory()
+
+    def _remove_own_directory(self) -> None:
+        if self._own_directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> KafkaBroker:
         return self.start()

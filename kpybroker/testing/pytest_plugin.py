@@ -19,6 +19,7 @@ confluent-kafka only when a fixture starts a broker), adds options only under a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack
 
 import pytest
 
@@ -58,18 +59,15 @@ def kafka_broker_factory(pytestconfig: pytest.Config) -> Iterator[KafkaBrokerFac
 
     Each gets a free port and a temporary directory; all stop when the test ends.
     """
-    started: list[KafkaBroker] = []
+    with ExitStack() as brokers:  # each is stopped, also when another fails to
 
-    def start(overrides: Mapping[str, object] | None = None, mode: Mode | None = None):
-        broker = KafkaBroker(overrides, mode=mode or configured_mode(pytestconfig))
-        started.append(broker.start())
-        return broker
+        def start(
+            overrides: Mapping[str, object] | None = None, mode: Mode | None = None
+        ) -> KafkaBroker:
+            broker = KafkaBroker(overrides, mode=mode or configured_mode(pytestconfig))
+            return brokers.enter_context(broker)
 
-    try:
         yield start
-    finally:
-        for broker in reversed(started):
-            broker.stop()
 
 
 @pytest.fixture(scope="session")

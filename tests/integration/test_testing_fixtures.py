@@ -136,8 +136,10 @@ def test_a_subprocess_broker_keeps_a_given_directory(tmp_path: Path) -> None:
 def test_a_broker_that_cannot_start_says_why(mode: Mode) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         listeners = f"PLAINTEXT://127.0.0.1:{taken.getsockname()[1]}"
+        kafka = KafkaBroker({"listeners": listeners}, mode=mode)
         with pytest.raises(StartError, match=r"did not start|exited before it was ready"):
-            KafkaBroker({"listeners": listeners}, mode=mode).start()
+            kafka.start()
+    assert not kafka.directory.exists()
 
 
 def test_a_cluster_replicates_three_ways() -> None:
