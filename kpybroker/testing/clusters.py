@@ -46,10 +46,11 @@ class KafkaCluster(ClientHelpers):
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(broker.bootstrap_servers for broker in self.brokers)
+        """The running brokers' addresses (a test may have stopped one)."""
+        return ",".join(self.metadata_sources())
 
     def metadata_sources(self) -> list[str]:
-        return [broker.bootstrap_servers for broker in self.brokers]
+        return [broker.bootstrap_servers for broker in self.brokers if broker.listeners]
 
     def start(self) -> KafkaCluster:
         """ZooKeeper (unless given), then the brokers, then wait until each knows them all."""
