@@ -115,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     loop_name, loop_factory = event_loop_factory()
     log.info("kpybroker %s on Python %s (%s)", __version__, sys.version.split()[0], loop_name)
-    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(run(config))
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory) as loop:
+        loop.run(run(config))
     return 0
 
 
