@@ -25,7 +25,7 @@ from kpybroker.cluster.registration import register
 from kpybroker.cluster.replica_manager import ReplicaManager
 from kpybroker.cluster.replication_settings import ReplicationSettings
 from kpybroker.cluster.view import ClusterView
-from kpybroker.config import BrokerConfig, ConfigError, effective_topic_config
+from kpybroker.config import BrokerConfig, ConfigError, Listener, effective_topic_config
 from kpybroker.config.quota_table import CONNECTION_CREATION_RATE
 from kpybroker.coordinator.coordinator_settings import CoordinatorSettings
 from kpybroker.coordinator.service import GroupCoordinator
@@ -134,6 +134,8 @@ class Broker:
         self.metrics: BrokerMetrics | None = None
         self.http_listeners: list[HttpListener] = []
         self.console: Console | None = None
+        #: Where clients reach this broker, with the ports bound for port 0: set once ready.
+        self.advertised: list[Listener] = []
         self.tasks: list[asyncio.Task] = []
         # topic -> (the broker config and overrides it was computed from, its LogConfig)
         self._log_configs: dict[str, tuple[BrokerConfig, dict[str, str], LogConfig]] = {}
@@ -245,7 +247,7 @@ class Broker:
             )
             self.servers.append(server)
             ports[listener.name] = bound_port(server)
-        advertised = config.advertised_listeners(bound_ports=ports)
+        advertised = self.advertised = config.advertised_listeners(bound_ports=ports)
         await register(
             self.cluster,
             self.broker_id,

@@ -14,11 +14,12 @@ import contextlib
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from kpybroker import __version__
 from kpybroker.broker import Broker
-from kpybroker.config import BrokerConfig, ConfigError
+from kpybroker.config import BrokerConfig, ConfigError, Listener
 
 log = logging.getLogger("kpybroker")
 
@@ -60,28 +61,43 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
     return overrides
 
 
-def install_event_loop() -> str:
-    """Use uvloop when it is installed: it halves the per-request overhead of asyncio."""
+def event_loop_factory() -> tuple[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """uvloop's loop when it is installed: it halves the per-request overhead of asyncio."""
     try:
         import uvloop
     except ImportError:
-        return "asyncio"
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    return "uvloop"
+        return "asyncio", asyncio.new_event_loop
+    return "uvloop", uvloop.new_event_loop
 
 
-async def run(config: BrokerConfig) -> None:
+async def serve(
+    config: BrokerConfig,
+    stop: asyncio.Event,
+    on_ready: Callable[[list[Listener]], None] = lambda advertised: None,
+) -> None:
+    """Run a broker until ``stop`` is set, then stop it (also when it fails to start).
+
+    ``on_ready`` gets its advertised listeners, with the ports bound for port 0, once
+    it serves: that is how kpybroker.testing's in-process broker, which runs this on
+    a thread of its own, learns its address.
+    """
     broker = Broker(config)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await broker.start()
     try:
+        await broker.start()
+        on_ready(broker.advertised)
         await stop.wait()
         log.info("shutting down")
     finally:
         await broker.stop()
+
+
+async def run(config: BrokerConfig) -> None:
+    """The command's broker: it runs until SIGTERM or SIGINT."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await serve(config, stop)
     log.info("shut down cleanly")
 
 
@@ -97,10 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OSError) as exc:
         print(f"kpybroker: {exc}", file=sys.stderr)
         return 2
-    loop_name = install_event_loop()
+    loop_name, loop_factory = event_loop_factory()
     log.info("kpybroker %s on Python %s (%s)", __version__, sys.version.split()[0], loop_name)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run(config))
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory) as loop:
+        loop.run(run(config))
     return 0
 
 

@@ -21,7 +21,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.helpers.process import REPO_ROOT, OutputDrain, free_port
+from kpybroker.testing.clients import format_value
+from kpybroker.testing.output import OutputDrain
+from kpybroker.testing.processes import free_port
+from tests.helpers.process import REPO_ROOT
 
 #: Environment variable choosing what the ``broker`` fixtures start.
 TARGET_ENV = "KPYBROKER_TEST_TARGET"
@@ -44,13 +47,6 @@ def _kill_leftovers() -> None:
 
 class BrokerStartError(RuntimeError):
     """The broker did not become ready; the message carries its output."""
-
-
-def format_value(value: object) -> str:
-    """A server.properties value: booleans as Kafka spells them, the rest as str()."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 class ManagedBroker(abc.ABC):

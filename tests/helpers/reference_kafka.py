@@ -19,6 +19,8 @@ import uuid
 from pathlib import Path
 from types import TracebackType
 
+from kpybroker.testing.output import OutputDrain
+from kpybroker.testing.processes import free_port
 from tests.helpers.brokers import ManagedBroker, Overrides
 from tests.helpers.java import (
     KAFKA_SERVER,
@@ -27,7 +29,6 @@ from tests.helpers.java import (
     java_command,
     run_java,
 )
-from tests.helpers.process import OutputDrain, free_port
 from tests.helpers.secure_broker import SECURE_LISTENERS, Credentials, server_properties
 
 #: Settings a single-node cluster needs (Kafka's defaults assume three nodes),

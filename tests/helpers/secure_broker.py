@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kpybroker.config import read_properties
+from kpybroker.testing.processes import free_port
 from tests.helpers.brokers import KpyBroker, ManagedBroker, Overrides, selected_target
 from tests.helpers.certificates import CertificateAuthority, Identity
-from tests.helpers.process import REPO_ROOT, free_port
+from tests.helpers.process import REPO_ROOT
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 SECURE_LISTENERS = ("SASL_PLAINTEXT", "SASL_SSL", "SSL")

@@ -35,6 +35,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as ConfluentTP
 
+from kpybroker.testing.output import OutputDrain
 from tests.helpers.brokers import ManagedBroker, launcher
 from tests.helpers.java import CONSOLE_CONSUMER, java_command
 from tests.helpers.log_life import (
@@ -43,7 +44,6 @@ from tests.helpers.log_life import (
     wait_until,
     watermarks,
 )
-from tests.helpers.process import OutputDrain
 
 pytestmark = pytest.mark.timeout(120)
 

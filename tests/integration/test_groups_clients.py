@@ -30,10 +30,11 @@ from typing import Any
 
 import pytest
 
+from kpybroker.testing.output import OutputDrain
 from tests.helpers.brokers import BrokerFactory
 from tests.helpers.clients import ConfluentClient
 from tests.helpers.groups_wire import BROKER_OVERRIDES, consumer_group_owners, owners, produce
-from tests.helpers.process import REPO_ROOT, OutputDrain, wait_until
+from tests.helpers.process import REPO_ROOT, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 

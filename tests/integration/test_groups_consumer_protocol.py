@@ -29,11 +29,12 @@ import pytest
 from confluent_kafka import Consumer, KafkaException
 
 from kpybroker.coordinator.partitioning import partition_for
+from kpybroker.testing.output import OutputDrain
 from tests.helpers.brokers import BrokerFactory
 from tests.helpers.clients import ConfluentClient
 from tests.helpers.groups_wire import BROKER_OVERRIDES, consumer_group_owners, produce
 from tests.helpers.java import java_command
-from tests.helpers.process import OutputDrain, ToolRunner, wait_until
+from tests.helpers.process import ToolRunner, wait_until
 from tests.helpers.replication_cluster import (
     FAST_FAILOVER,
     ReplicatedCluster,

@@ -16,12 +16,13 @@ DescribeProducers reads any local replica, leader or follower
 The first test (partitions the cluster does not have) runs against both
 targets. The others need a partition hosted elsewhere, which a single-node
 reference Kafka cannot have: they run on a three-broker kpybroker cluster on
-ZooKeeper only, and are skipped with ``KPYBROKER_TEST_TARGET=kafka``.
+ZooKeeper only (kpybroker.testing's, in this process), and are skipped with
+``KPYBROKER_TEST_TARGET=kafka``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -52,17 +53,12 @@ from kpybroker.protocol.messages.produce import (
     ProduceRequest,
     TopicProduceData,
 )
+from kpybroker.testing import KafkaCluster
 from tests.helpers.brokers import ManagedBroker, selected_target
 from tests.helpers.groups_wire import Wire, find_coordinator
-from tests.helpers.replication_cluster import (
-    ReplicatedCluster,
-    cluster,
-    wait_for,
-    zookeeper,
-)
+from tests.helpers.process import wait_until
 from tests.helpers.wire import record_batch
 
-__all__ = ["cluster", "zookeeper"]  # fixtures
 pytestmark = pytest.mark.timeout(180)
 
 on_a_cluster = pytest.mark.skipif(
@@ -158,10 +154,22 @@ def every_error(bootstrap: str, topic: str, partition: int) -> dict[str, int]:
         return {name: ask(wire, topic, partition)[0] for name, ask in PER_PARTITION_APIS.items()}
 
 
-def topic_id_of(bootstrap: str, topic: str) -> bytes:
+def topic_metadata(bootstrap: str, topic: str) -> Any:
+    """The topic as this broker's Metadata v12 has it: its ID, each partition's leader and epoch."""
     with Wire(bootstrap) as wire:
         [meta] = wire.call(MetadataRequest(topics=[MetadataRequestTopic(name=topic)]), 12).topics
-    return meta.topic_id
+    return meta
+
+
+def topic_id_of(bootstrap: str, topic: str) -> bytes:
+    return topic_metadata(bootstrap, topic).topic_id
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[KafkaCluster]:
+    """Three brokers (ids 0, 1, 2) on a ZooKeeper of their own."""
+    with KafkaCluster(3) as started:
+        yield started
 
 
 def test_partitions_the_cluster_does_not_have(module_broker: ManagedBroker) -> None:
@@ -188,31 +196,33 @@ def test_partitions_the_cluster_does_not_have(module_broker: ManagedBroker) -> N
         assert describe_producers(wire, "single", 5)[1].error_message is None
 
 
-def create_placed(cluster: ReplicatedCluster, topic: str, replicas: list[int]) -> None:
-    """One partition on exactly these brokers; returns once every broker's metadata has it."""
+def create_placed(cluster: KafkaCluster, topic: str, replicas: list[int]) -> Any:
+    """One partition on exactly these brokers, once every broker's metadata has it and its
+    leader; that partition's metadata."""
     admin = cluster.admin()  # kept alive until the answer: its destruction cancels the request
     created = admin.create_topics([NewTopic(topic, 1, replica_assignment=[replicas])])
     created[topic].result(30)
 
     def everyone_knows() -> bool:
         return all(
-            topic_id_of(b.bootstrap, topic) != bytes(16) and cluster.state(topic, 0).leader >= 0
-            for b in cluster.brokers.values()
+            [p.leader_id for p in topic_metadata(b.bootstrap_servers, topic).partitions]
+            == replicas[:1]
+            for b in cluster.brokers
         )
 
-    wait_for(everyone_knows, f"every broker to know {topic}")
+    wait_until(everyone_knows, 30, 0.05, f"every broker to know {topic}")
+    return topic_metadata(cluster.brokers[0].bootstrap_servers, topic).partitions[0]
 
 
 @on_a_cluster
 def test_a_broker_without_a_replica_answers_not_leader_or_follower(
-    cluster: ReplicatedCluster,
+    cluster: KafkaCluster,
 ) -> None:
     """Broker 1 holds no replica of placed-0 (broker 0 does): NOT_LEADER_OR_FOLLOWER from
     every API, with the leader as hint where Kafka gives one; placed-7 does not exist
     anywhere: UNKNOWN_TOPIC_OR_PARTITION."""
-    create_placed(cluster, "placed", [0])
-    bystander = cluster.brokers[1].bootstrap
-    state = cluster.state("placed", 0)
+    state = create_placed(cluster, "placed", [0])
+    bystander = cluster.brokers[1].bootstrap_servers
     everywhere = dict.fromkeys(PER_PARTITION_APIS, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     assert every_error(bystander, "placed", 0) == everywhere
     with Wire(bystander) as wire:
@@ -223,7 +233,7 @@ def test_a_broker_without_a_replica_answers_not_leader_or_follower(
     with Wire(bystander) as wire:
         _, answer, response = produce(wire, "placed", 0)
         assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (
-            state.leader,
+            state.leader_id,
             state.leader_epoch,
         )
         assert [n.node_id for n in response.node_endpoints] == [0]
@@ -231,27 +241,29 @@ def test_a_broker_without_a_replica_answers_not_leader_or_follower(
     [data] = fetched.responses[0].partitions
     assert data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert (data.current_leader.leader_id, data.current_leader.leader_epoch) == (
-        state.leader,
+        state.leader_id,
         state.leader_epoch,
     )
     assert [n.node_id for n in fetched.node_endpoints] == [0]
 
 
 @on_a_cluster
-def test_describe_producers_answers_from_a_follower(cluster: ReplicatedCluster) -> None:
+def test_describe_producers_answers_from_a_follower(cluster: KafkaCluster) -> None:
     """The follower (broker 2) describes the producer it replicated, as the leader does;
     broker 1, without a replica, answers NOT_LEADER_OR_FOLLOWER."""
     create_placed(cluster, "watched", [0, 2])
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True}
+    )
     for i in range(3):
         producer.produce("watched", b"%d" % i, partition=0)
     assert producer.flush(30) == 0
 
     def producers_on(broker_id: int) -> Answer:
-        with Wire(cluster.brokers[broker_id].bootstrap) as wire:
+        with Wire(cluster.brokers[broker_id].bootstrap_servers) as wire:
             return describe_producers(wire, "watched", 0)
 
-    wait_for(lambda: producers_on(2)[1].active_producers, "the follower's producer state")
+    wait_until(lambda: producers_on(2)[1].active_producers, 30, 0.05, "the follower's producers")
     leader, follower = producers_on(0)[1], producers_on(2)[1]
     assert (leader.error_code, follower.error_code) == (ErrorCode.NONE, ErrorCode.NONE)
     assert [(p.producer_id, p.last_sequence) for p in follower.active_producers] == [

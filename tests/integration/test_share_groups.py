@@ -47,10 +47,11 @@ import pytest
 from kafka.protocol.admin import DeleteGroupsRequest, ListGroupsRequest
 from kafka.record.memory_records import MemoryRecords
 
+from kpybroker.testing.output import OutputDrain
 from tests.helpers.brokers import ManagedBroker, launcher
 from tests.helpers.groups_wire import find_coordinator
 from tests.helpers.java import java_command
-from tests.helpers.process import OutputDrain, ToolResult, ToolRunner, wait_until
+from tests.helpers.process import ToolResult, ToolRunner, wait_until
 from tests.helpers.share_clients import (
     HEARTBEAT_INTERVAL_MS,
     SHARE_OVERRIDES,

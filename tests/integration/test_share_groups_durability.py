@@ -55,10 +55,11 @@ from confluent_kafka.admin import NewTopic
 from kpybroker.coordinator.partitioning import partition_for
 from kpybroker.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kpybroker.share_coordinator.persister import uuid_string
+from kpybroker.testing.output import OutputDrain
 from tests.helpers.brokers import BrokerFactory, KpyBroker
 from tests.helpers.groups_wire import Wire
 from tests.helpers.java import java_command
-from tests.helpers.process import OutputDrain, wait_until
+from tests.helpers.process import wait_until
 from tests.helpers.replication_cluster import ReplicatedCluster, cluster, wait_for, zookeeper
 from tests.helpers.share_clients import (
     SHARE_OVERRIDES,

@@ -23,8 +23,8 @@ from kpybroker.metadata.store import (
     WatchedEvent,
 )
 from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
+from kpybroker.testing.processes import free_port
 from tests.helpers.metadata_backends import Recorder
-from tests.helpers.process import free_port
 from tests.helpers.waiting import eventually
 from tests.helpers.zookeeper import ZooKeeperServer
 

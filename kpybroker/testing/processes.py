@@ -1,0 +1,110 @@
+"""Child processes that tests start (a broker, ZooKeeper): output drained, never left behind."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import signal
+import socket
+import subprocess
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from kpybroker.testing.output import OutputDrain
+
+_live: weakref.WeakSet[ChildProcess] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """Never leave a child behind when the test process exits without stopping it."""
+    for child in list(_live):
+        child.kill()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on right now (for servers that
+    cannot bind port 0 and report it, like ZooKeeper)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class StartError(RuntimeError):
+    """A broker or ZooKeeper did not become ready; the message carries its output."""
+
+
+class ChildProcess:
+    """One running child, its stdout and stderr merged and read into memory as it runs.
+
+    It shares the test run's process group, so whatever ends the run's group (a CI
+    timeout, ^C) ends the child too.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        name: str,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        self.name = name
+        self.process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+        )
+        _live.add(self)
+        assert self.process.stdout is not None
+        self.output = OutputDrain(self.process.stdout, name=name)
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def wait_for_line(self, pattern: re.Pattern[str], timeout: float) -> re.Match[str]:
+        """The first output line matching ``pattern``; StartError (and the child killed)
+        when the child exits first or ``timeout`` passes."""
+        match = self.output.wait_for(pattern, timeout)
+        if match is None:
+            self.fail_start(
+                "it exited before it was ready"
+                if self.output.closed
+                else f"no line matching {pattern.pattern!r} within {timeout} s"
+            )
+        return match
+
+    def fail_start(self, problem: str) -> None:
+        """Kill the child and raise StartError with ``problem`` and its output."""
+        self.kill()
+        raise StartError(
+            f"{self.name} did not become ready: {problem}\n"
+            f"exit status: {self.process.returncode}\n"
+            f"--- its output ---\n{self.output.text()[-20000:]}"
+        )
+
+    def stop(self, timeout: float) -> int:
+        """SIGTERM, then wait ``timeout`` seconds before SIGKILL; the exit status."""
+        if self.running:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.output.join()
+        _live.discard(self)
+        return self.process.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the child and reap it."""
+        if self.running:
+            self.process.kill()
+        self.process.wait(10)
+        self.output.join()
+        _live.discard(self)
