@@ -109,26 +109,18 @@ def _described_partitions(topic_partitions: list[Any]) -> dict[str, list[int]]:
 async def _consumer_group(kafka: KafkaCalls, group_id: str) -> dict[str, Any]:
     request = ConsumerGroupDescribeRequest(group_ids=[group_id])
     (group,) = (await kafka.call(request, CONSUMER_GROUP_DESCRIBE_VERSION)).groups
-    return {
-        "state": group.group_state,
-        "error": error_name(group.error_code),
-        "protocol": group.assignor_name,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "instance_id": m.instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "assignment": _described_partitions(m.assignment.topic_partitions),
-            }
-            for m in group.members
-        ],
-    }
+    return _described_group(group)
 
 
 async def _share_group(kafka: KafkaCalls, group_id: str) -> dict[str, Any]:
     request = ShareGroupDescribeRequest(group_ids=[group_id])
     (group,) = (await kafka.call(request, SHARE_GROUP_DESCRIBE_VERSION)).groups
+    return _described_group(group)
+
+
+def _described_group(group: Any) -> dict[str, Any]:
+    """A ConsumerGroupDescribe or ShareGroupDescribe group (share members have no
+    instance id)."""
     return {
         "state": group.group_state,
         "error": error_name(group.error_code),
@@ -136,7 +128,7 @@ async def _share_group(kafka: KafkaCalls, group_id: str) -> dict[str, Any]:
         "members": [
             {
                 "member_id": m.member_id,
-                "instance_id": None,
+                "instance_id": getattr(m, "instance_id", None),
                 "client_id": m.client_id,
                 "client_host": m.client_host,
                 "assignment": _described_partitions(m.assignment.topic_partitions),
