@@ -56,6 +56,7 @@ from kpybroker.security.listener_security import ListenerSecurity, listener_secu
 from kpybroker.security.scram_users import credential_lookup
 from kpybroker.server.connection import ListenerSettings
 from kpybroker.server.connection_gate import ConnectionGate
+from kpybroker.server.idle_connections import close_idle_connections
 from kpybroker.server.listener import bound_port, start_listener
 from kpybroker.share_coordinator.service import ShareCoordinator
 from kpybroker.share_coordinator.share_coordinator_settings import ShareCoordinatorSettings
@@ -277,6 +278,10 @@ class Broker:
         await self.serve_metrics(config.get_list("metrics.listeners") or ())
         if config.get("console.enable"):
             await self.serve_console()
+        self.start_task(
+            close_idle_connections(self.connections, config.get("connections.max.idle.ms")),
+            "idle-connections",
+        )
         self.start_task(self.housekeeping(), "housekeeping")
         if self.logs.cleaner is not None:
             self.start_task(self.logs.cleaner.run(), "log-cleaner")

@@ -267,8 +267,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "first."),
     ConfigKey("socket.connection.setup.timeout.max.ms", LONG, 30_000, MEDIUM,
               doc="Upper bound of the exponentially growing connection setup timeout."),
-    ConfigKey("connections.max.idle.ms", LONG, 600_000, MEDIUM,
-              doc="Idle connections are closed after this long."),
+    ConfigKey("connections.max.idle.ms", LONG, 600_000, MEDIUM, enforced=True,
+              doc="Connections with no request or answer for this long are closed; a "
+                  "negative value keeps them open."),
     ConfigKey("connections.max.reauth.ms", LONG, 0, MEDIUM,
               enforced=True,
               doc="Longest time an authenticated session lasts before the client must "

@@ -70,7 +70,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.security = security = settings.security
         self.gate = settings.gate
         self.max_request_size = max_request_size = settings.max_request_size
-        #: When the client last sent a request (the gate closes the least recent first).
+        #: When a request last came or an answer last went (the gate closes the least
+        #: recent first; so does ``connections.max.idle.ms``).
         self.last_active = time.monotonic()
         self.principal: KafkaPrincipal = ANONYMOUS
         self.authenticator: SaslAuthenticator | None = None
@@ -319,6 +320,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         rest of a range goes through the transport as an ordinary copy. This works
         the same with uvloop, which has no ``loop.sendfile``.
         """
+        self.last_active = time.monotonic()
         run: list[Any] = []
         for part in parts:
             if isinstance(part, bytes | bytearray | memoryview):
