@@ -23,6 +23,7 @@ from tests.helpers.brokers import ManagedBroker, selected_target
 from tests.helpers.chromium import Chromium, chromium_path
 from tests.helpers.secure_broker import USERS, Credentials, secure_broker
 from tests.helpers.secure_clients import acl, add_acls, add_scram_users, new_topic
+from tests.integration.test_console import cells
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -159,17 +160,17 @@ def test_the_pages_in_chromium_with_credentials(
 
 
 async def look_as_alice(chromium: Chromium, url: str, topics: tuple[str, str]) -> None:
+    """Logged in as a browser does from ``https://user:password@host/``: the navigation
+    authenticates, and the page's own calls reuse the credentials Chromium keeps."""
     seen, hidden = topics
-    names = (
-        "[...document.querySelectorAll('#topics td[data-field=\"name\"]')].map(c => c.textContent)"
-    )
+    names = cells("topics", "name")
+    with_credentials = url.replace("https://", f"https://alice:{USERS['alice']}@", 1)
     async with aiohttp.ClientSession() as session:
         page = await chromium.page(session)
         await page.send("Security.setIgnoreCertificateErrors", ignore=True)  # the test CA's
-        await page.send("Network.enable")
-        await page.send("Network.setExtraHTTPHeaders", headers=basic("alice"))
-        await page.navigate(f"{url}/#/topics")
+        await page.navigate(f"{with_credentials}/#/topics")
         await page.wait_for(f"{names}.includes('{seen}')")
         assert hidden not in await page.evaluate(names)
         await page.navigate(f"{url}/#/")
-        await page.wait_for("document.querySelectorAll('#brokers td').length > 0")
+        await page.wait_for(f"{cells('brokers', 'id')}.length === 1")
+        assert await page.evaluate("document.getElementById('status').className") == ""
