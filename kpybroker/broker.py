@@ -360,15 +360,14 @@ class Broker:
     async def serve_console(self) -> None:
         """``console.enable``: the web console, its latency chart fed by the request stats.
         aiohttp is imported only here, when it is asked for."""
-        from kpybroker.console import start_console
+        from kpybroker.console import ConsoleSettings, start_console
 
         assert self.services is not None and self.metrics is not None
-        self.console = await start_console(
-            self.services,
-            self.config.get("console.listeners"),
-            admin_enabled=self.config.get("console.admin.enable"),
-            latency=self.metrics.requests,
+        assert self.entity_configs is not None
+        settings = ConsoleSettings.from_config(
+            self.config, self.listener_security, credential_lookup(self.entity_configs.configs)
         )
+        self.console = await start_console(self.services, settings, latency=self.metrics.requests)
 
     async def start_security(self) -> None:
         """Users' and clients' configs (quotas, SCRAM credentials), the ACLs, and each

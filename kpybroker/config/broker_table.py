@@ -896,14 +896,23 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "their lag, live throughput) at console.listeners. Off by default."),
     ConfigKey("console.listeners", STRING, "http://127.0.0.1:9021", MEDIUM, internal=True,
               enforced=True, kafka_default="none: kpybroker's own",
-              doc="kpybroker's: where the web console listens, http://host:port (one address; "
-                  "port 0 picks a free one). Loopback by default: the console is not behind "
-                  "the Kafka listeners' authentication."),
+              doc="kpybroker's: where the web console listens, http://host:port or "
+                  "https://host:port (TLS with the broker's ssl.keystore.* settings, or "
+                  "listener.name.console.ssl.*); one address, port 0 picks a free one. "
+                  "Loopback by default."),
     ConfigKey("console.admin.enable", BOOLEAN, False, MEDIUM, internal=True, enforced=True,
               kafka_default="none: kpybroker's own",
               doc="kpybroker's: let the web console create and delete topics and delete "
                   "consumer groups, through the same code as CreateTopics, DeleteTopics and "
                   "DeleteGroups. Off: the console only reads."),
+    ConfigKey("console.authentication", STRING, "auto", MEDIUM,
+              valid=OneOf("auto", "required", "none"), internal=True, enforced=True,
+              kafka_default="none: kpybroker's own",
+              doc="kpybroker's: whether the web console asks for a user and password (HTTP "
+                  "Basic), checked against the broker's SCRAM users and its listeners' PLAIN "
+                  "users; the user is then the principal of everything the console reads and "
+                  "does, under the ACLs. auto: when a listener uses SASL_PLAINTEXT or "
+                  "SASL_SSL. required: always. none: never (requests act as User:ANONYMOUS)."),
     ConfigKey("producer.id.expiration.ms", INT, 86_400_000, LOW, valid=Range(1), mode=CLUSTER_WIDE,
               enforced=True,
               doc="Producer state of an idempotent producer is dropped after this long without "

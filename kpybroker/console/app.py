@@ -10,9 +10,11 @@
     DELETE /api/topics/{name}     delete a topic
     DELETE /api/groups/{id}       delete a group
 
-The changes answer 403 unless ``console.admin.enable``; they take JSON only, and refuse
-a request whose ``Origin`` is not the console itself, so that a page elsewhere cannot
-make a visitor's browser send them.
+Each request's Kafka calls act as its user (``authentication``), from its address, so
+ACLs decide what it sees and changes. The changes answer 403 unless
+``console.admin.enable``; they take JSON only, and refuse a request whose ``Origin`` is
+not the console itself, so that a page elsewhere cannot make a visitor's browser send
+them.
 """
 
 from __future__ import annotations
@@ -27,15 +29,17 @@ from aiohttp import web
 
 from kpybroker.apis.support.context import Services
 from kpybroker.console.admin import DEFAULT, Outcome, create_topic, delete_group, delete_topic
-from kpybroker.console.cluster_view import describe_cluster, describe_topics
+from kpybroker.console.authentication import BasicAuthentication, principal_of
+from kpybroker.console.cluster_view import describe_cluster, describe_topics, topic_names
 from kpybroker.console.groups_view import describe_group, group_type, list_groups
-from kpybroker.console.kafka_calls import InProcessKafka, KafkaCalls
+from kpybroker.console.kafka_calls import InProcessKafka, KafkaCalls, KafkaCallsAs
+from kpybroker.console.settings import ConsoleSettings
 from kpybroker.console.throughput import RequestLatency, ThroughputSampler, TopicTotals
 from kpybroker.server.http_listener import HttpListener, bounded_application, start_http_listener
 
 #: The page, its script and style: package data (pyproject.toml), no build step.
 STATIC = Path(__file__).parent / "static"
-KAFKA_CALLS: web.AppKey[KafkaCalls] = web.AppKey("kafka_calls", KafkaCalls)
+KAFKA_CALLS_AS: web.AppKey[KafkaCallsAs] = web.AppKey("kafka_calls_as")
 SAMPLER: web.AppKey[ThroughputSampler] = web.AppKey("sampler", ThroughputSampler)
 ADMIN: web.AppKey[bool] = web.AppKey("admin", bool)
 
@@ -44,36 +48,42 @@ def _json(data: Any, status: int = 200) -> web.Response:
     return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, default=str))
 
 
+def kafka(request: web.Request) -> KafkaCalls:
+    """The Kafka calls of this request: as its user, from its address."""
+    return request.app[KAFKA_CALLS_AS](principal_of(request), request.remote or "")
+
+
 async def cluster(request: web.Request) -> web.Response:
-    answer = await describe_cluster(request.app[KAFKA_CALLS])
+    answer = await describe_cluster(kafka(request))
     return _json(answer | {"admin": request.app[ADMIN]})
 
 
 async def topics(request: web.Request) -> web.Response:
-    return _json(await describe_topics(request.app[KAFKA_CALLS]))
+    return _json(await describe_topics(kafka(request)))
 
 
 async def topic(request: web.Request) -> web.Response:
-    found = await describe_topics(request.app[KAFKA_CALLS], [request.match_info["name"]])
+    found = await describe_topics(kafka(request), [request.match_info["name"]])
     if not found:
         return _json({"error": "UNKNOWN_TOPIC_OR_PARTITION"}, status=404)
     return _json(found[0])
 
 
 async def groups(request: web.Request) -> web.Response:
-    return _json(await list_groups(request.app[KAFKA_CALLS]))
+    return _json(await list_groups(kafka(request)))
 
 
 async def group(request: web.Request) -> web.Response:
-    kafka, group_id = request.app[KAFKA_CALLS], request.match_info["group_id"]
-    kind = await group_type(kafka, group_id)
+    calls, group_id = kafka(request), request.match_info["group_id"]
+    kind = await group_type(calls, group_id)
     if kind is None:
         return _json({"error": "GROUP_ID_NOT_FOUND"}, status=404)
-    return _json(await describe_group(kafka, group_id, kind))
+    return _json(await describe_group(calls, group_id, kind))
 
 
 async def throughput(request: web.Request) -> web.Response:
-    return _json(request.app[SAMPLER].as_json())
+    """The rates of the topics this request's user may describe."""
+    return _json(request.app[SAMPLER].as_json(await topic_names(kafka(request))))
 
 
 async def index(request: web.Request) -> web.FileResponse:
@@ -109,20 +119,20 @@ async def topics_post(request: web.Request) -> web.Response:
         replication = int(body.get("replication_factor", DEFAULT))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return _json({"error": "INVALID_REQUEST", "message": f"bad topic: {exc}"}, 400)
-    return _answer(await create_topic(request.app[KAFKA_CALLS], name, partitions, replication))
+    return _answer(await create_topic(kafka(request), name, partitions, replication))
 
 
 async def topic_delete(request: web.Request) -> web.Response:
     if (refused := _refusal(request)) is not None:
         return refused
-    return _answer(await delete_topic(request.app[KAFKA_CALLS], request.match_info["name"]))
+    return _answer(await delete_topic(kafka(request), request.match_info["name"]))
 
 
 async def group_delete(request: web.Request) -> web.Response:
     if (refused := _refusal(request)) is not None:
         return refused
     group_id = request.match_info["group_id"]
-    return _answer(await delete_group(request.app[KAFKA_CALLS], group_id))
+    return _answer(await delete_group(kafka(request), group_id))
 
 
 # -- the application -------------------------------------------------------------------
@@ -140,11 +150,17 @@ async def topic_totals(kafka: KafkaCalls) -> TopicTotals:
 
 
 def console_application(
-    kafka: KafkaCalls, sampler: ThroughputSampler, admin_enabled: bool
+    kafka_as: KafkaCallsAs,
+    sampler: ThroughputSampler,
+    admin_enabled: bool,
+    authentication: BasicAuthentication | None = None,
 ) -> web.Application:
-    """The aiohttp application, with the bounds of every broker HTTP surface."""
+    """The aiohttp application, with the bounds of every broker HTTP surface; behind
+    ``authentication`` (every path, static files included) when there is one."""
     app = bounded_application()
-    app[KAFKA_CALLS] = kafka
+    if authentication is not None:
+        app.middlewares.append(authentication.middleware())
+    app[KAFKA_CALLS_AS] = kafka_as
     app[SAMPLER] = sampler
     app[ADMIN] = admin_enabled
     app.router.add_get("/", index)
@@ -175,11 +191,14 @@ class Console:
 
 
 async def start_console(
-    services: Services, url: str, *, admin_enabled: bool, latency: RequestLatency | None = None
+    services: Services, settings: ConsoleSettings, latency: RequestLatency | None = None
 ) -> Console:
-    """Serve the console at ``url`` (``console.listeners``) and start sampling throughput."""
+    """Serve the console at ``console.listeners`` and start sampling throughput."""
     kafka = InProcessKafka(services)
-    sampler = ThroughputSampler(lambda: topic_totals(kafka), latency)
-    app = console_application(kafka, sampler, admin_enabled)
-    listener = await start_http_listener("console.listeners", app, url)
+    every_topic = kafka.without_acls()
+    sampler = ThroughputSampler(lambda: topic_totals(every_topic), latency)
+    app = console_application(
+        kafka.acting_as, sampler, settings.admin_enabled, settings.authentication
+    )
+    listener = await start_http_listener("console.listeners", app, settings.url, settings.tls)
     return Console(listener, asyncio.create_task(sampler.run(), name="console-throughput"))

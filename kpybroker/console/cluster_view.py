@@ -88,6 +88,13 @@ async def partition_sizes(kafka: KafkaCalls) -> dict[TopicPartition, int]:
     return sizes
 
 
+async def topic_names(kafka: KafkaCalls) -> set[str]:
+    """The topics the caller may describe: Metadata lists no others."""
+    request = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+    metadata = await kafka.call(request, METADATA_VERSION)
+    return {t.name for t in metadata.topics if t.error_code == 0}
+
+
 async def describe_topics(kafka: KafkaCalls, names: list[str] | None = None) -> list[dict]:
     """Topics (all, or those named) with each partition's placement, offsets and size."""
     request = MetadataRequest(

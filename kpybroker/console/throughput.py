@@ -6,6 +6,9 @@ previous sample: records/s and bytes/s, per topic and in total. A topic first se
 after the sampler started counts from zero (it was created in between); the first
 sample only sets the baseline. Shrinking sizes (retention) count as no growth.
 
+A viewer sees the topics it may describe: ``as_json`` leaves the others out, totals
+included (the sampler itself reads every topic, as the broker's metrics do).
+
 Request latency comes from an optional :class:`RequestLatency` (the metrics registry,
 when the broker has one): cumulative counts and total milliseconds per request name,
 whose differences give each interval's mean.
@@ -17,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -47,15 +50,21 @@ class Sample:
     bytes_per_s: dict[str, float]
     latency_ms: dict[str, float] = field(default_factory=dict)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, visible: Collection[str] | None = None) -> dict[str, Any]:
+        """The sample's figures, of the ``visible`` topics only when given."""
+        records = {
+            name: rate
+            for name, rate in self.records_per_s.items()
+            if visible is None or name in visible
+        }
         return {
             "t": round(self.time, 3),
             "seconds": round(self.seconds, 3),
-            "records_per_s": sum(self.records_per_s.values()),
-            "bytes_per_s": sum(self.bytes_per_s.values()),
+            "records_per_s": sum(records.values()),
+            "bytes_per_s": sum(self.bytes_per_s.get(name, 0.0) for name in records),
             "topics": {
                 name: {"records_per_s": rate, "bytes_per_s": self.bytes_per_s.get(name, 0.0)}
-                for name, rate in self.records_per_s.items()
+                for name, rate in records.items()
             },
             "latency_ms": self.latency_ms,
         }
@@ -105,11 +114,11 @@ class ThroughputSampler:
                 log.exception("console: throughput sample failed")
             await asyncio.sleep(SAMPLE_INTERVAL_S)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, visible: Collection[str] | None = None) -> dict[str, Any]:
         return {
             "interval_s": SAMPLE_INTERVAL_S,
             "latency_available": self.latency is not None,
-            "samples": [s.as_json() for s in self.samples],
+            "samples": [s.as_json(visible) for s in self.samples],
         }
 
 

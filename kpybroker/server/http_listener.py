@@ -1,6 +1,7 @@
 """The broker's HTTP listeners (the metrics endpoint, the web console), on its event loop.
 
-Each is an aiohttp application bound to one ``http://host:port`` address. They share the
+Each is an aiohttp application bound to one ``http://host:port`` address, or
+``https://host:port`` when its caller gives it a TLS context. They share the
 event loop with the Kafka listeners, so what protects those from a slow or hostile HTTP
 client is here: aiohttp parses requests without blocking, request lines and headers are
 bounded, a connection that sends nothing is closed after ``IDLE_TIMEOUT_S``, and a request
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -31,10 +33,12 @@ MAX_BODY_BYTES = 64 * 1024
 
 
 class HttpAddressError(ValueError):
-    """An HTTP listener address that is not ``http://host:port``."""
+    """An HTTP listener address that is not ``http://host:port`` (or ``https://``)."""
 
 
-def parse_http_address(config_name: str, url: str) -> tuple[str, int]:
+def parse_http_address(
+    config_name: str, url: str, schemes: tuple[str, ...] = ("http",)
+) -> tuple[str, int]:
     """``http://host:port`` -> (host, port). An empty host means every interface; port 0
     picks a free one (as for ``listeners``)."""
     parts = urlsplit(url.strip())
@@ -42,9 +46,14 @@ def parse_http_address(config_name: str, url: str) -> tuple[str, int]:
         port = parts.port
     except ValueError as exc:
         raise HttpAddressError(f"{config_name}: invalid port in {url!r}") from exc
-    if parts.scheme.lower() != "http" or port is None or parts.path not in ("", "/"):
-        raise HttpAddressError(f"{config_name}: expected http://host:port, got {url!r}")
+    if parts.scheme.lower() not in schemes or port is None or parts.path not in ("", "/"):
+        expected = " or ".join(f"{scheme}://host:port" for scheme in schemes)
+        raise HttpAddressError(f"{config_name}: expected {expected}, got {url!r}")
     return parts.hostname or "", port
+
+
+def is_https(url: str) -> bool:
+    return urlsplit(url.strip()).scheme.lower() == "https"
 
 
 @web.middleware
@@ -72,22 +81,26 @@ class HttpListener:
     host: str
     port: int
     runner: web.AppRunner
+    scheme: str = "http"
 
     @property
     def url(self) -> str:
         host = self.host or "0.0.0.0"
-        return f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
+        return f"{self.scheme}://{f'[{host}]' if ':' in host else host}:{self.port}"
 
     async def close(self) -> None:
         await self.runner.cleanup()
 
 
-async def start_http_listener(name: str, app: web.Application, url: str) -> HttpListener:
-    """Serve ``app`` at ``url`` (``http://host:port``) until the listener is closed.
+async def start_http_listener(
+    name: str, app: web.Application, url: str, tls: ssl.SSLContext | None = None
+) -> HttpListener:
+    """Serve ``app`` at ``url`` until the listener is closed: ``http://host:port``, or
+    ``https://host:port`` with ``tls``.
 
     ``name`` is the config key that asked for it, for messages and the log.
     """
-    host, port = parse_http_address(name, url)
+    host, port = parse_http_address(name, url, ("https",) if tls is not None else ("http",))
     runner = web.AppRunner(
         app,
         access_log=None,  # a scrape every few seconds is not worth a log line
@@ -98,7 +111,7 @@ async def start_http_listener(name: str, app: web.Application, url: str) -> Http
         max_field_size=MAX_LINE_BYTES,
     )
     await runner.setup()
-    site = web.TCPSite(runner, host or None, port, reuse_address=True)
+    site = web.TCPSite(runner, host or None, port, reuse_address=True, ssl_context=tls)
     try:
         await site.start()
     except OSError:
@@ -108,6 +121,6 @@ async def start_http_listener(name: str, app: web.Application, url: str) -> Http
     server = site._server  # aiohttp keeps the asyncio server; its socket has the real port
     if server is not None and getattr(server, "sockets", None):
         bound = server.sockets[0].getsockname()[1]
-    listener = HttpListener(name, host, bound, runner)
+    listener = HttpListener(name, host, bound, runner, "http" if tls is None else "https")
     log.info("%s: serving HTTP on %s", name, listener.url)
     return listener

@@ -185,6 +185,7 @@ def test_kafka_defaults_we_deliberately_change_are_documented() -> None:
         "console.enable",  # kpybroker's: the web console
         "console.listeners",
         "console.admin.enable",
+        "console.authentication",
     }
     assert BROKER_CONFIGS["broker.id"].kafka_default == "-1"
     assert BROKER_CONFIGS["log.dir"].kafka_default == "/tmp/kafka-logs"

@@ -346,7 +346,8 @@ async def _http(admin: bool, check: Callable[[TestClient], Any]) -> None:
     async def no_totals() -> dict[str, tuple[int, int]]:
         return {}
 
-    app = console_application(fake_kafka(), ThroughputSampler(no_totals), admin)
+    kafka = fake_kafka()
+    app = console_application(lambda principal, host: kafka, ThroughputSampler(no_totals), admin)
     async with TestClient(TestServer(app)) as client:
         await check(client)
 

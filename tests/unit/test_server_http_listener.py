@@ -11,6 +11,7 @@ from kpybroker.server import http_listener
 from kpybroker.server.http_listener import (
     HttpAddressError,
     bounded_application,
+    is_https,
     parse_http_address,
     start_http_listener,
 )
@@ -23,6 +24,10 @@ def test_addresses_are_http_host_port() -> None:
     for bad in ("127.0.0.1:9404", "https://h:1", "http://h", "http://h:1/metrics", "http://h:x"):
         with pytest.raises(HttpAddressError, match=r"^x: "):
             parse_http_address("x", bad)
+    assert parse_http_address("x", "https://h:1", ("https",)) == ("h", 1)
+    with pytest.raises(HttpAddressError, match="expected https://host:port"):
+        parse_http_address("x", "http://h:1", ("https",))
+    assert is_https(" HTTPS://h:1") and not is_https("http://h:1")
 
 
 def test_a_listener_serves_on_a_free_port_and_a_slow_handler_gets_503(

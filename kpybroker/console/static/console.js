@@ -37,14 +37,21 @@ function table(id, columns, rows) {
   return el("table", { id }, el("thead", {}, head), el("tbody", {}, ...body));
 }
 
+// Against the origin, not the page's address: opened as https://user:password@host/,
+// the page's address holds credentials, which fetch() refuses in a URL. The browser
+// sends the ones it logged in with.
+function api(path) {
+  return new URL(path, location.origin);
+}
+
 async function getJson(path) {
-  const response = await fetch(path, { cache: "no-store" });
+  const response = await fetch(api(path), { cache: "no-store" });
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
   return response.json();
 }
 
 async function change(method, path, body) {
-  const response = await fetch(path, {
+  const response = await fetch(api(path), {
     method,
     headers: { "Content-Type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
