@@ -432,10 +432,13 @@ class SharePartitionManager:
                 held.state.delivery_complete_count(),
             )
             error = await self.persister.write(held.key, state)
-        if error in FENCED and self.held.get(held.key) is held:
+        if error in FENCED:
+            # Logged whether or not the partition is still held here: a member's session
+            # may have ended (and the partition been forgotten) while the write was out.
             log.info("share partition %s fenced (%s)", held.key.coordinator_key(), error.name)
-            held.cancel_timers()
-            del self.held[held.key]
+            if self.held.get(held.key) is held:
+                held.cancel_timers()
+                del self.held[held.key]
         elif error:
             log.warning(
                 "writing the share state of %s failed: %s", held.key.coordinator_key(), error.name

@@ -131,7 +131,8 @@ def test_paused_leader_is_replaced_and_truncated(
         lambda: stored_records(broker, TOPIC, 0) == stored_records(new, TOPIC, 0),
         "the old leader's log to match the new leader's",
     )
-    assert "ZooKeeper session lost: fencing leadership" in broker.log_text()
+    fencing = "ZooKeeper session lost: fencing leadership"
+    wait_for(lambda: fencing in broker.log_text(), "the old leader's log of its fencing")
 
 
 def test_whole_cluster_restart(cluster: ReplicatedCluster, tmp_path: Path) -> None:

@@ -538,12 +538,15 @@ def test_share_consumers_through_a_failover(
         # stick: the new leader has read the state since, at a newer leader epoch.
         error = holder.acknowledge()
         assert error != 0, "the deposed leader acknowledged records the new one handed out"
-        assert "(FENCED_LEADER_EPOCH)" in cluster.brokers[victim].log_text(), error
+        # The broker's output reaches the test through a reader thread: wait for the line.
+        deposed = cluster.brokers[victim]
+        wait_for(lambda: "(FENCED_LEADER_EPOCH)" in deposed.log_text(), "the fence in its log")
         print(f"the deposed leader refused the late acknowledgement: error {error}")
     if fate == "cut-off":  # back, it follows the new leader
         cluster.proxies[victim].restore()
         cluster.wait_for_full_isr(topic, 1)
-        assert "ZooKeeper session lost: fencing leadership" in cluster.brokers[victim].log_text()
+        fencing = "ZooKeeper session lost: fencing leadership"
+        wait_for(lambda: fencing in cluster.brokers[victim].log_text(), "the fencing in its log")
     assert all(c.process.poll() is None for c in members), [c.describe() for c in members]
     for c in members:
         c.stop()
