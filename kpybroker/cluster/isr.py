@@ -52,7 +52,11 @@ class IsrWriter:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def expand(self, partition: Partition, follower: int) -> None:
-        """Add a caught-up follower to the ISR (Kafka's ``maybeExpandIsr``)."""
+        """Add a caught-up follower to the ISR (Kafka's ``maybeExpandIsr``), if its broker
+        is registered (``isReplicaIsrEligible``): a broker cut off from ZooKeeper but still
+        fetching would otherwise be added back after each shrink by the controller."""
+        if follower not in self.cluster.live_brokers():
+            return
         self._submit(partition, (*partition.isr, follower), "caught up")
 
     def shrink(self, partitions: Iterable[Partition], max_lag_ms: int) -> None:
