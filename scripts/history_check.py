@@ -13,6 +13,9 @@ to one send, so that a record can be followed from send to read:
   "offset": o, "value": v}``: it read ``v`` at ``p``/``o``.
 - ``{"op": "final", "partition": p, "offset": o, "value": v}``: the record
   at ``p``/``o`` when everything was read back at the end.
+- ``{"op": "log_start", "partition": p, "offset": o}``: the partition's log
+  start offset at the end; records below it were deleted by retention, so
+  they are not in the final log and cannot be checked against it.
 
 Violations (any makes the exit status 1):
 
@@ -28,8 +31,9 @@ Violations (any makes the exit status 1):
 
 Also counted, not violations: records written although their send failed
 (indeterminate), re-deliveries to consumers (at-least-once), gaps in final
-offsets, and acknowledged records no consumer read (``--require-consumed``
-makes those violations).
+offsets, acknowledged records and reads below the log start offset (expired),
+and acknowledged records no consumer read (``--require-consumed`` makes
+those violations, expired ones excepted).
 
 Usage: ``scripts/history_check.py HISTORY.jsonl [--require-consumed]``
 """
@@ -40,13 +44,13 @@ import argparse
 import json
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 VIOLATIONS = ("lost", "duplicated", "misplaced", "reordered", "offsets_backwards", "phantom_reads")
-NOTES = ("written_after_failure", "redelivered", "offset_gaps", "unconsumed")
+NOTES = ("written_after_failure", "redelivered", "offset_gaps", "expired", "unconsumed")
 EXAMPLES = 5
 
 Event = Mapping[str, Any]
@@ -100,10 +104,32 @@ def check(events: Iterable[Event], *, require_consumed: bool = False) -> Report:
         if event["op"] in ("assign", "poll"):
             by_op["consumer"].append(event)  # in history order: assignments reset the checks
     final = _check_final(report, by_op["final"])
-    _check_producers(report, by_op["ack"], by_op["fail"], final)
-    _check_consumers(report, by_op["consumer"], final)
-    _check_consumed(report, by_op["ack"], by_op["poll"])
+    log_start = {event["partition"]: event["offset"] for event in by_op["log_start"]}
+
+    def expired(event: Event) -> bool:
+        return event["offset"] < log_start.get(event["partition"], 0)
+
+    acks = _drop_expired(report, by_op["ack"], expired)
+    _check_producers(report, acks, by_op["fail"], final)
+    consumer_events = [e for e in by_op["consumer"] if e["op"] == "assign" or not expired(e)]
+    _check_consumers(report, consumer_events, final)
+    _check_consumed(report, acks, by_op["poll"])
     return report
+
+
+def _drop_expired(
+    report: Report, acks: list[Event], expired: Callable[[Event], bool]
+) -> list[Event]:
+    """The acknowledgements of records still in the log; the others are counted as expired
+    (and as acknowledged), since retention deleted them before the final read."""
+    kept = []
+    for event in acks:
+        if expired(event):
+            report.acked += 1
+            report.add("expired", f"{event['value']} at {(event['partition'], event['offset'])}")
+        else:
+            kept.append(event)
+    return kept
 
 
 def _check_final(report: Report, events: list[Event]) -> dict[Position, str]:

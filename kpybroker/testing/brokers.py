@@ -7,7 +7,6 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 
 from kpybroker.testing.clients import ClientHelpers, format_value
 from kpybroker.testing.runners import Mode, Runner, runner_for
@@ -83,17 +82,6 @@ class KafkaBroker(ClientHelpers):
     def _remove_own_directory(self) -> None:
         if self._own_directory:
             shutil.rmtree(self.directory, ignore_errors=True)
-
-    def __enter__(self) -> KafkaBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         where = self.listeners[0] if self.listeners else "stopped"

@@ -11,7 +11,8 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, KafkaError, Message
@@ -40,7 +41,27 @@ class Record:
 
 
 class ClientHelpers(abc.ABC):
-    """Topics and records for a broker or a cluster, given its ``bootstrap_servers``."""
+    """Topics and records for a broker or a cluster, given its ``bootstrap_servers``; and,
+    for either, ``with`` starting it and stopping it."""
+
+    @abc.abstractmethod
+    def start(self) -> Self:
+        """Start, and return once ready."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop, and remove what was made for the run."""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
 
     @property
     @abc.abstractmethod

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 
 from kpybroker.testing.brokers import KafkaBroker
 from kpybroker.testing.clients import ClientHelpers, admin_client
@@ -101,17 +100,6 @@ class KafkaCluster(ClientHelpers):
         shutil.rmtree(self.directory, ignore_errors=True)
         if failures:
             raise failures[0]
-
-    def __enter__(self) -> KafkaCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 @contextmanager

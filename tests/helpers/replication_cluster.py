@@ -236,15 +236,36 @@ class Workload:
             threading.Thread(target=self._produce, args=(f"p{i}",), daemon=True)
             for i in range(producers)
         ]
-        self._consumers = [
-            threading.Thread(target=self._consume, args=(f"c{i}",), daemon=True)
-            for i in range(consumers)
-        ]
+        #: Running consumers by name, each with the event that makes it leave the group.
+        self._consumers: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._consumer_names = (f"c{i}" for i in itertools.count())
+        self._initial_consumers = consumers
 
     def start(self) -> Workload:
-        for thread in self._producers + self._consumers:
+        for thread in self._producers:
             thread.start()
+        for _ in range(self._initial_consumers):
+            self.add_consumer()
         return self
+
+    def add_consumer(self) -> str:
+        """Start one more group consumer (the group rebalances); returns its name."""
+        name = next(self._consumer_names)
+        leave = threading.Event()
+        thread = threading.Thread(target=self._consume, args=(name, leave), daemon=True)
+        self._consumers[name] = (thread, leave)
+        thread.start()
+        return name
+
+    def remove_consumer(self) -> str | None:
+        """Make the oldest consumer leave the group (it closes, so the group rebalances)."""
+        if not self._consumers:
+            return None
+        name = next(iter(self._consumers))
+        thread, leave = self._consumers.pop(name)
+        leave.set()
+        thread.join(60)
+        return name
 
     def wait_progress(self, acked: int = 0, polled: int = 0, timeout: float = 60.0) -> float:
         """Wait until at least ``acked`` acknowledgements and ``polled`` reads were recorded."""
@@ -271,7 +292,7 @@ class Workload:
             wait_for(drained, f"consumers to read {len(acked - polled)} more", drain_timeout)
         finally:
             self._stop_consuming.set()
-            for thread in self._consumers:
+            for thread, _ in self._consumers.values():
                 thread.join(60)
         assert not self.fatal, self.fatal
         return self.history + read_back(cluster.bootstrap, self.topic, self.partitions)
@@ -322,7 +343,7 @@ class Workload:
         else:
             self._record({"op": "fail", "value": value, "error": str(err)})
 
-    def _consume(self, name: str) -> None:
+    def _consume(self, name: str, leave: threading.Event) -> None:
         consumer = Consumer(
             {
                 "bootstrap.servers": self.bootstrap,
@@ -343,7 +364,7 @@ class Workload:
 
         consumer.subscribe([self.topic], on_assign=assigned)
         try:
-            while not self._stop_consuming.is_set():
+            while not (self._stop_consuming.is_set() or leave.is_set()):
                 msg = consumer.poll(0.2)
                 if msg is None or msg.error() is not None:
                     continue
@@ -373,22 +394,24 @@ def stored_records(broker: KpyBroker, topic: str, partition: int) -> list[tuple[
 
 
 def read_back(bootstrap: str, topic: str, partitions: int) -> list[dict[str, Any]]:
-    """Every record of every partition, from the log start to the high watermark."""
+    """Every record of every partition, from the log start to the high watermark, and each
+    partition's log start offset (below it, retention deleted what was acknowledged)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"read-back-{uuid.uuid4().hex[:6]}",
             "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",  # retention may move the log start under it
         }
     )
     events: list[dict[str, Any]] = []
     try:
-        ends = {
-            p: consumer.get_watermark_offsets(TP(topic, p), timeout=10)[1]
-            for p in range(partitions)
+        watermarks = {
+            p: consumer.get_watermark_offsets(TP(topic, p), timeout=10) for p in range(partitions)
         }
+        ends = {p: high for p, (_, high) in watermarks.items()}
         consumer.assign([TP(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        seen = {p: -1 for p in range(partitions)}
+        seen = {p: low - 1 for p, (low, _) in watermarks.items()}
         deadline = time.monotonic() + 60
         while any(seen[p] < ends[p] - 1 for p in seen):
             assert time.monotonic() < deadline, f"read back stopped at {seen} of {ends}"
@@ -403,9 +426,15 @@ def read_back(bootstrap: str, topic: str, partitions: int) -> list[dict[str, Any
                         }
                     )
                     seen[msg.partition()] = msg.offset()
+        # Taken after the read: retention may have moved the log start during it.
+        events += [
+            {"op": "log_start", "partition": p, "offset": low}
+            for p in range(partitions)
+            for low, _ in [consumer.get_watermark_offsets(TP(topic, p), timeout=10)]
+        ]
     finally:
         consumer.close()
-    events.sort(key=lambda e: (e["partition"], e["offset"]))
+    events.sort(key=lambda e: (e["partition"], e["offset"], e["op"] == "final"))
     return events
 
 

@@ -4,9 +4,13 @@ settings per listener and user, SCRAM users, ACL grants and topics made by ``adm
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from tests.helpers.secure_broker import USERS, Credentials
+from tests.helpers.brokers import ManagedBroker, Overrides
+from tests.helpers.secure_broker import USERS, Credentials, secure_broker
 
 SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -147,3 +151,23 @@ def oauth_refused(broker: Any, token: str) -> Any:
         assert refused.error_code == 58, refused  # SASL_AUTHENTICATION_FAILED
         connection.expect_closed()
         return json.loads(challenge.auth_bytes)
+
+
+@contextmanager
+def running_secure_broker(
+    directory: Path,
+    credentials: Credentials,
+    overrides: Overrides | None = None,
+    *,
+    scram_users: bool = True,
+) -> Iterator[ManagedBroker]:
+    """A started secured broker (with the SCRAM users of ``USERS`` unless ``scram_users`` is
+    false), stopped on exit: what every secured test module starts its tests with."""
+    broker = secure_broker(directory, credentials, overrides)
+    broker.start()
+    try:
+        if scram_users:
+            add_scram_users(broker)
+        yield broker
+    finally:
+        broker.stop()

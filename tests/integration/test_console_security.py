@@ -21,8 +21,8 @@ import pytest
 
 from tests.helpers.brokers import ManagedBroker, selected_target
 from tests.helpers.chromium import Chromium, chromium_path
-from tests.helpers.secure_broker import USERS, Credentials, secure_broker
-from tests.helpers.secure_clients import acl, add_acls, add_scram_users, new_topic
+from tests.helpers.secure_broker import USERS, Credentials
+from tests.helpers.secure_clients import acl, add_acls, new_topic, running_secure_broker
 from tests.integration.test_console import cells
 
 pytestmark = [
@@ -48,13 +48,8 @@ def credentials(tmp_path_factory: pytest.TempPathFactory) -> Credentials:
 def secured(
     tmp_path_factory: pytest.TempPathFactory, credentials: Credentials
 ) -> Iterator[ManagedBroker]:
-    broker = secure_broker(tmp_path_factory.mktemp("console"), credentials, CONSOLE)
-    broker.start()
-    try:
-        add_scram_users(broker)
+    with running_secure_broker(tmp_path_factory.mktemp("console"), credentials, CONSOLE) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture(scope="module")

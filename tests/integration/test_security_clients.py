@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tests.helpers.brokers import ManagedBroker
-from tests.helpers.secure_broker import USERS, Credentials, secure_broker
-from tests.helpers.secure_clients import add_scram_users, confluent_config, grant, new_topic
+from tests.helpers.secure_broker import USERS, Credentials
+from tests.helpers.secure_clients import confluent_config, grant, new_topic, running_secure_broker
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +28,8 @@ def credentials(tmp_path_factory: pytest.TempPathFactory) -> Credentials:
 def secured(
     tmp_path_factory: pytest.TempPathFactory, credentials: Credentials
 ) -> Iterator[ManagedBroker]:
-    broker = secure_broker(tmp_path_factory.mktemp("secured"), credentials)
-    broker.start()
-    try:
-        add_scram_users(broker)
+    with running_secure_broker(tmp_path_factory.mktemp("secured"), credentials) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 def round_trip(config: dict[str, Any], topic: str, group: str, values: list[bytes]) -> list[bytes]:

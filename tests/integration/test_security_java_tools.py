@@ -34,7 +34,8 @@ from tests.helpers.client_properties import (
 )
 from tests.helpers.java import CONSOLE_CONSUMER, CONSOLE_PRODUCER, TOPIC_COMMAND
 from tests.helpers.process import ToolResult, ToolRunner
-from tests.helpers.secure_broker import USERS, Credentials, secure_broker
+from tests.helpers.secure_broker import USERS, Credentials
+from tests.helpers.secure_clients import running_secure_broker
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -55,14 +56,13 @@ def secured(
 ) -> Iterator[ManagedBroker]:
     # No wait before a new group's first rebalance (Kafka's default is 3 s), as the reference
     # Kafka of the tests has it.
-    broker = secure_broker(
-        tmp_path_factory.mktemp("secured"), credentials, {"group.initial.rebalance.delay.ms": "0"}
-    )
-    broker.start()
-    try:
+    with running_secure_broker(
+        tmp_path_factory.mktemp("secured"),
+        credentials,
+        {"group.initial.rebalance.delay.ms": "0"},
+        scram_users=False,
+    ) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 class SecuredBroker(Protocol):

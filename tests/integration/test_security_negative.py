@@ -23,15 +23,15 @@ from kpybroker.protocol.messages.sasl_authenticate import SaslAuthenticateReques
 from kpybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from tests.helpers.brokers import ManagedBroker
 from tests.helpers.groups_wire import Wire
-from tests.helpers.secure_broker import Credentials, SecureKpyBroker, secure_broker
+from tests.helpers.secure_broker import Credentials, SecureKpyBroker
 from tests.helpers.secure_clients import (
     acl,
     add_acls,
-    add_scram_users,
     confluent_config,
     grant,
     new_topic,
     oauth_refused,
+    running_secure_broker,
 )
 from tests.helpers.wire import ConnectionClosed, RawConnection
 
@@ -47,17 +47,12 @@ def credentials(tmp_path_factory: pytest.TempPathFactory) -> Credentials:
 def secured(
     tmp_path_factory: pytest.TempPathFactory, credentials: Credentials
 ) -> Iterator[ManagedBroker]:
-    broker = secure_broker(
+    with running_secure_broker(
         tmp_path_factory.mktemp("secured"),
         credentials,
         {"connection.failed.authentication.delay.ms": 300},
-    )
-    broker.start()
-    try:
-        add_scram_users(broker)
+    ) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 def wire(broker: Any, listener: str = "SASL_PLAINTEXT") -> Wire:

@@ -18,13 +18,13 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.helpers.brokers import ManagedBroker
-from tests.helpers.secure_broker import Credentials, SecureKpyBroker, secure_broker
+from tests.helpers.secure_broker import Credentials, SecureKpyBroker
 from tests.helpers.secure_clients import (
-    add_scram_users,
     confluent_config,
     grant,
     new_topic,
     oauth_refused,
+    running_secure_broker,
 )
 
 ISSUER = "https://idp.test"
@@ -51,7 +51,7 @@ def secured(
     tmp_path_factory: pytest.TempPathFactory, provider: tuple[Any, str, Path]
 ) -> Iterator[tuple[ManagedBroker, Credentials]]:
     credentials = Credentials(tmp_path_factory.mktemp("credentials"))
-    broker = secure_broker(
+    with running_secure_broker(
         tmp_path_factory.mktemp("secured"),
         credentials,
         {
@@ -63,13 +63,8 @@ def secured(
             "sasl.oauthbearer.expected.audience": AUDIENCE,
             "connections.max.reauth.ms": 3000,
         },
-    )
-    broker.start()
-    try:
-        add_scram_users(broker)
+    ) as broker:
         yield broker, credentials
-    finally:
-        broker.stop()
 
 
 def token(key: Any, kid: str, **changes: Any) -> tuple[str, float]:

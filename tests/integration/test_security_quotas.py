@@ -24,8 +24,8 @@ from kpybroker.protocol.messages.alter_client_quotas import (
     OpData,
 )
 from tests.helpers.brokers import ManagedBroker
-from tests.helpers.secure_broker import Credentials, secure_broker
-from tests.helpers.secure_clients import add_scram_users, confluent_config, grant, new_topic
+from tests.helpers.secure_broker import Credentials
+from tests.helpers.secure_clients import confluent_config, grant, new_topic, running_secure_broker
 
 QUOTA = 256 * 1024  # bytes per second
 #: Kafka's rate is measured over the last quota.window.num windows (11 of 1 s) and divided
@@ -41,13 +41,8 @@ def secured(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[ManagedBroker, Credentials]]:
     credentials = Credentials(tmp_path_factory.mktemp("credentials"))
-    broker = secure_broker(tmp_path_factory.mktemp("secured"), credentials)
-    broker.start()
-    try:
-        add_scram_users(broker)
+    with running_secure_broker(tmp_path_factory.mktemp("secured"), credentials) as broker:
         yield broker, credentials
-    finally:
-        broker.stop()
 
 
 def set_quota(broker: ManagedBroker, user: str, key: str, value: float) -> None:

@@ -100,3 +100,31 @@ def test_command_line(tmp_path: Path, capsys) -> None:
     path.write_text("".join(json.dumps(e) + "\n" for e in CLEAN if e["op"] != "final"))
     assert history_check.main([str(path)]) == 1
     assert "lost: 3" in capsys.readouterr().out
+
+
+def test_records_below_the_log_start_offset_are_expired_not_lost() -> None:
+    history = [
+        ack("p0:0", 0, 0),
+        ack("p0:1", 0, 1),
+        ack("p0:2", 0, 2),
+        assign("c0", 0),
+        poll("c0", "p0:1", 0, 1),
+        poll("c0", "p0:2", 0, 2),
+        final("p0:2", 0, 2),
+        {"op": "log_start", "partition": 0, "offset": 2},
+    ]
+    report = history_check.check(history, require_consumed=True)
+    assert report.ok, report.summary()
+    assert dict(report.counts) == {"expired": 2}
+    assert report.acked == 3
+
+
+def test_a_record_lost_above_the_log_start_offset_is_still_lost() -> None:
+    history = [
+        ack("p0:0", 0, 0),
+        ack("p0:1", 0, 1),
+        ack("p0:2", 0, 2),
+        final("p0:2", 0, 2),
+        {"op": "log_start", "partition": 0, "offset": 0},
+    ]
+    assert counts(history)["lost"] == 2

@@ -1,0 +1,1 @@
+"""The soak run behind ``scripts/soak``: workload, crashes, resource sampling, verdict."""
