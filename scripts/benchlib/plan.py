@@ -138,6 +138,15 @@ class Plan:
     share_runs_per_round: int
     #: Whether an unrecorded share-group run precedes workload 11 on each broker.
     share_warmup: bool
+    #: Workload 12: clients (producers, then consumers, one partition each), seconds each
+    #: phase is measured, and how often the consumers' partitions each get a record.
+    small_request_clients: int
+    small_request_seconds: float
+    small_request_tick_s: float
+    #: Workload 13: the records (1 KiB) every group reads, and the groups.
+    fanout_records: int
+    fanout_partitions: int
+    fanout_groups: int
 
     @property
     def scale_partitions(self) -> int:
@@ -182,6 +191,12 @@ FULL = Plan(
     share_case=ShareCase(200_000, 100, 4),
     share_runs_per_round=3,
     share_warmup=True,
+    small_request_clients=200,
+    small_request_seconds=20.0,
+    small_request_tick_s=0.1,
+    fanout_records=200_000,
+    fanout_partitions=6,
+    fanout_groups=20,
 )
 
 QUICK = Plan(
@@ -214,6 +229,12 @@ QUICK = Plan(
     share_case=ShareCase(20_000, 100, 4),
     share_runs_per_round=1,
     share_warmup=False,
+    small_request_clients=10,
+    small_request_seconds=2.0,
+    small_request_tick_s=0.1,
+    fanout_records=5_000,
+    fanout_partitions=6,
+    fanout_groups=3,
 )
 
 #: Workload 10: how often group members heartbeat, with either protocol (the classic

@@ -11,6 +11,8 @@ protocol, as its members see them; it has no targets either. Workload 11 reads o
 partition with four share consumers of a share group (KIP-932), with Kafka's
 ShareConsumerPerformance; it is the one step allowed to fail on a broker (kpybroker's
 share groups are new): the failure is recorded and reported, and the run goes on.
+Workloads 12 (``small_requests``: many clients with one small request each in flight)
+and 13 (``fanout``: one topic read by many groups at once) are issue 17's.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from benchlib import javatools, librdkafka, procstat, rebalance, scale
+from benchlib import fanout, javatools, librdkafka, procstat, rebalance, scale, small_requests
 from benchlib.brokers import Measured, create_topics
 from benchlib.javatools import ConsumerResult, ProducerResult, ShareConsumerResult, ToolError
 from benchlib.plan import GROUP_HEARTBEAT_MS, Plan, ProduceCase, ShareCase, format_size
@@ -56,6 +58,8 @@ W8 = "8 ProducerPerformance, secured"
 W9 = "9 ConsumerPerformance, secured"
 W10 = "10 consumer group rebalance"
 W11 = "11 share-group consume"
+W12 = "12 small requests"
+W13 = "13 fan-out"
 
 #: ``--only``'s names for the workloads: what each selects.
 SELECTIONS: dict[str, tuple[str, ...]] = {
@@ -68,10 +72,15 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
     "security": (W8, W9),
     "groups": (W10,),
     "share": (W11,),
+    "small-requests": (W12,),
+    "fanout": (W13,),
 }
 ALL_WORKLOADS: frozenset[str] = frozenset(w for ws in SELECTIONS.values() for w in ws)
 #: The workloads run against the brokers restarted with the security settings.
 SECURED_WORKLOADS: frozenset[str] = frozenset(SELECTIONS["security"])
+
+#: Workload 12 runs its producers with each of these.
+SMALL_REQUEST_ACKS = ("1", "all")
 
 #: What workload 7's ConsumerPerformance reads with (its ``--consumer.config``).
 READ_COMMITTED = {"isolation.level": "read_committed"}
@@ -269,7 +278,7 @@ class Workloads:
         self.selected = selected
 
     def steps(self) -> list[Step]:
-        """Warm-up, then workloads 1 to 4, 6, 7, 10 and 11 as selected, in the order the
+        """Warm-up, then workloads 1 to 4, 6, 7 and 10 to 13 as selected, in the order the
         rounds run them (a selected step's prerequisite is always selected with it)."""
         plan, chosen = self.plan, self.selected
         steps = [Step(WARM_UP, "", self.warm_up)] if plan.warmup_records else []
@@ -304,6 +313,12 @@ class Workloads:
             preload = Step(WARM_UP, "share groups", self.warm_up_share)
             steps.append(preload)
             steps.append(Step(W11, plan.share_case.label, self.share_step, preload))
+        if W12 in chosen:
+            for acks in SMALL_REQUEST_ACKS:
+                steps.append(Step(W12, self.small_produce_case(acks), self.small_produce(acks)))
+            steps.append(Step(W12, self.long_poll_case, self.long_polls))
+        if W13 in chosen:
+            steps.append(Step(W13, self.fanout_case, self.fanout))
         return steps
 
     def secured_steps(self, credentials: Credentials) -> list[Step]:
@@ -748,3 +763,118 @@ class Workloads:
         active = plan.scale_hot_records / hot.records_per_s
         record_cpu(results, W5, hot_case, label, cpu, active, megabytes)
         results.add(Metric(W5, case, "broker RSS", "MB", Better.LOWER), label, rss / MB)
+
+    # -- workload 12 ----------------------------------------------------------------
+
+    def small_produce_case(self, acks: str) -> str:
+        return (
+            f"{self.plan.small_request_clients} producers, one 100 B record per request, "
+            f"linger.ms=0, acks={acks}"
+        )
+
+    def small_produce(self, acks: str) -> StepRun:
+        def run(broker: Measured, results: Results) -> None:
+            plan, case, label = self.plan, self.small_produce_case(acks), broker.label
+            topic = f"small-{acks}"
+            create_topics(broker.bootstrap, {topic: plan.small_request_clients})
+            (requests, seconds, latencies), cpu = with_cpu(
+                broker,
+                lambda: small_requests.produce_one_at_a_time(
+                    broker.bootstrap,
+                    topic,
+                    plan.small_request_clients,
+                    plan.small_request_clients,
+                    acks,
+                    plan.small_request_seconds,
+                ),
+            )
+            results.add(
+                Metric(W12, case, "requests", "requests/s", Better.HIGHER, True),
+                label,
+                requests / seconds,
+            )
+            record_percentiles(results, W12, case, "request latency", label, latencies, p99=True)
+            results.add(
+                Metric(W12, case, "broker CPU per request", "µs", Better.LOWER),
+                label,
+                cpu * 1e6 / requests,
+            )
+
+        return run
+
+    @property
+    def long_poll_case(self) -> str:
+        plan = self.plan
+        return (
+            f"{plan.small_request_clients} consumers long-polling their own partition, "
+            f"a record to each every {plan.small_request_tick_s * 1000:.0f} ms"
+        )
+
+    def long_polls(self, broker: Measured, results: Results) -> None:
+        plan, case, label = self.plan, self.long_poll_case, broker.label
+        topic = "long-polls"
+        create_topics(broker.bootstrap, {topic: plan.small_request_clients})
+        latencies, cpu = with_cpu(
+            broker,
+            lambda: small_requests.long_poll_deliveries(
+                broker.bootstrap,
+                topic,
+                plan.small_request_clients,
+                plan.small_request_seconds,
+                plan.small_request_tick_s,
+            ),
+        )
+        record_percentiles(results, W12, case, "delivery latency", label, latencies, p99=True)
+        results.add(
+            Metric(W12, case, "broker CPU use", "cores", Better.LOWER),
+            label,
+            cpu / (plan.small_request_seconds + 1.0),
+        )
+
+    # -- workload 13 ----------------------------------------------------------------
+
+    @property
+    def fanout_case(self) -> str:
+        plan = self.plan
+        return (
+            f"{plan.fanout_records:,} x 1 KiB, {plan.fanout_partitions} partitions, "
+            f"read by {plan.fanout_groups} groups at once"
+        )
+
+    def fanout(self, broker: Measured, results: Results) -> None:
+        plan, case, label = self.plan, self.fanout_case, broker.label
+        topic, size = "fanout", 1024
+        create_topics(broker.bootstrap, {topic: plan.fanout_partitions})
+        librdkafka.produce(broker.bootstrap, topic, plan.fanout_records, size, linger_ms=5)
+        seconds, cpu = with_cpu(
+            broker,
+            lambda: fanout.read_in_groups(
+                broker.bootstrap, topic, plan.fanout_records, plan.fanout_groups
+            ),
+        )
+        megabytes = plan.fanout_groups * plan.fanout_records * size / MB
+        results.add(
+            Metric(W13, case, "aggregate fetch throughput", "MB/s", Better.HIGHER, True),
+            label,
+            megabytes / seconds,
+        )
+        record_cpu(results, W13, case, label, cpu, seconds, megabytes)
+
+
+def record_percentiles(
+    results: Results,
+    workload: str,
+    case: str,
+    what: str,
+    broker: str,
+    latencies: small_requests.Latencies,
+    *,
+    p99: bool,
+) -> None:
+    """p50, p99 (with the issue's ratio target when ``p99``) and p99.9, in ms."""
+    for name, fraction in (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)):
+        results.add(
+            Metric(workload, case, f"{what} {name}", "ms", Better.LOWER, p99 and name == "p99"),
+            broker,
+            latencies.percentile(fraction) * 1000,
+        )
