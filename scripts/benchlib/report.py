@@ -295,7 +295,14 @@ def method_lines(info: RunInfo) -> list[str]:
         "each send ApiVersions and then stay silent. Metadata latency is an all-topics "
         f"Metadata v12 request on one connection, {plan.metadata_requests} times after one "
         "unrecorded. The hot partition gets a ProducerPerformance run as in workload 1, while "
-        "the idle connections are open. RSS is read after that run.",
+        "the idle connections are open. RSS is read after that run. RSS per partition is "
+        f"the growth of the broker's RSS from before the topics were created to "
+        f"{plan.idle_settle_s:g} s after they were all ready, over the partitions; RSS per "
+        "idle connection is its growth while the connections were opened, read "
+        f"{plan.idle_settle_s:g} s after the last, over the connections (issue 17's target "
+        "for both: at most half of Kafka's). A JVM's RSS grows as its heap is touched, not as "
+        "objects are made, so Kafka's figures say what the machine pays, not what each "
+        "partition needs.",
         "- Startup: from spawning the process to the first ApiVersions answer (a probe "
         "connects every 5 ms), with an empty data directory. Idle RSS: "
         f"{plan.idle_settle_s:g} s later, no client connected.",

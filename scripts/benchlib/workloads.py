@@ -79,6 +79,9 @@ ALL_WORKLOADS: frozenset[str] = frozenset(w for ws in SELECTIONS.values() for w 
 #: The workloads run against the brokers restarted with the security settings.
 SECURED_WORKLOADS: frozenset[str] = frozenset(SELECTIONS["security"])
 
+#: Issue 17's memory target: at most half of Kafka's RSS per partition and per connection.
+MEMORY_TARGET_RATIO = 0.5
+
 #: Workload 12 runs its producers with each of these.
 SMALL_REQUEST_ACKS = ("1", "all")
 
@@ -722,14 +725,21 @@ class Workloads:
         """Many partitions and idle connections: Metadata latency, one hot partition, RSS."""
         plan, case, label = self.plan, self.scale_case, broker.label
         topics = {f"scale-{i}": plan.scale_partitions_per_topic for i in range(plan.scale_topics)}
-        started = time.monotonic()
+        started, before = time.monotonic(), broker.rss_bytes()
         create_topics(broker.bootstrap, {**topics, "hot": 1}, timeout=1800)
         results.add(
             Metric(W5, case, "creating the partitions", "s", Better.LOWER),
             label,
             time.monotonic() - started,
         )
+        time.sleep(plan.idle_settle_s)
+        with_partitions = broker.rss_bytes()
+        record_memory(results, case, "partition", label, with_partitions - before,
+                      plan.scale_partitions + 1)  # fmt: skip
         with scale.idle_connections(broker.host, broker.port, plan.scale_connections):
+            time.sleep(plan.idle_settle_s)
+            record_memory(results, case, "idle connection", label,
+                          broker.rss_bytes() - with_partitions, plan.scale_connections)  # fmt: skip
             latencies = sorted(
                 scale.metadata_latencies(broker.host, broker.port, plan.metadata_requests)
             )
@@ -859,6 +869,18 @@ class Workloads:
             megabytes / seconds,
         )
         record_cpu(results, W13, case, label, cpu, seconds, megabytes)
+
+
+def record_memory(
+    results: Results, case: str, unit: str, broker: str, grown_bytes: int, count: int
+) -> None:
+    """RSS growth per ``unit`` (kB), with issue 17's target of half Kafka's."""
+    results.add(
+        Metric(W5, case, f"RSS per {unit}", "kB", Better.LOWER, ratio_target=True,
+               target_ratio=MEMORY_TARGET_RATIO),
+        broker,
+        max(grown_bytes, 0) / 1000 / count,
+    )  # fmt: skip
 
 
 def record_percentiles(
