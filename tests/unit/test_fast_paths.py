@@ -42,11 +42,12 @@ def receive(decoder: FrameDecoder, stream: bytes, read_size: int) -> list[bytear
 def test_a_large_frame_is_read_straight_into_its_own_buffer() -> None:
     decoder = FrameDecoder(1 << 20)
     body = os.urandom(100_000)
-    head = frame(body)[:1000]
+    head = frame(body)[: FrameDecoder.SCRATCH_SIZE]
     buf = decoder.get_buffer(-1)
     buf[: len(head)] = head
     assert decoder.buffer_updated(len(head)) == []
-    # From now on the socket writes into the frame itself: exactly the bytes still missing.
+    # Once the scratch is full of it, the socket writes into the frame itself: exactly the
+    # bytes still missing.
     rest = decoder.get_buffer(-1)
     assert len(rest) == len(body) - (len(head) - 4)
     rest[:] = body[len(head) - 4 :]
@@ -56,7 +57,7 @@ def test_a_large_frame_is_read_straight_into_its_own_buffer() -> None:
 
 
 def test_small_and_large_frames_interleaved_over_any_read_size() -> None:
-    bodies = [b"a", os.urandom(FrameDecoder.IN_PLACE_MIN), b"", os.urandom(70_000), b"bc"]
+    bodies = [b"a", os.urandom(FrameDecoder.SCRATCH_SIZE - 4), b"", os.urandom(70_000), b"bc"]
     stream = b"".join(frame(b) for b in bodies)
     for read_size in (1, 3, 4096, 65_536, len(stream)):
         assert receive(FrameDecoder(1 << 20), stream, read_size) == bodies
