@@ -8,6 +8,7 @@ slow way it replaces.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from pathlib import Path
@@ -100,7 +101,7 @@ def test_a_response_is_one_writelines_per_run_of_buffers_and_sendfile_between(
         conn.transport = RecordingTransport()  # type: ignore[assignment]
         conn.sock_fd = ours.fileno()
         records = ReadResult((FileSlice(fd, 2, 5),), 0, 0, 0)
-        conn.write_parts([b"size+header", bytearray(b"body"), b"", records, b"tail"])
+        asyncio.run(conn.write_parts([b"size+header", bytearray(b"body"), b"", records, b"tail"]))
         assert conn.transport.calls == [  # type: ignore[attr-defined]
             ("writelines", [b"size+header", b"body"]),
             ("writelines", [b"tail"]),
