@@ -3,6 +3,9 @@ limit: the frame decoder asks before it commits memory, the budget answers."""
 
 from __future__ import annotations
 
+import pytest
+
+from kpybroker.config import BrokerConfig, ConfigError
 from kpybroker.protocol.framing import FrameDecoder
 from kpybroker.server.request_budget import ConnectionAccount, RequestBudget
 
@@ -147,3 +150,13 @@ def test_a_closed_connection_frees_what_it_held_and_leaves_the_line() -> None:
     assert budget.queued_requests == 1 and budget.queued_bytes == 2
     gone.account.finished(600)  # a handler finishing after the close changes nothing
     assert budget.queued_bytes == 2
+
+
+def test_queued_max_request_bytes_must_hold_the_largest_request() -> None:
+    """KafkaConfig.validateValues: a budget smaller than one request could admit nothing."""
+    largest = {"socket.request.max.bytes": "1000"}
+    for unlimited in ("-1", "0"):
+        BrokerConfig({**largest, "queued.max.request.bytes": unlimited})
+    BrokerConfig({**largest, "queued.max.request.bytes": "1000"})
+    with pytest.raises(ConfigError, match="must be larger or equal to"):
+        BrokerConfig({**largest, "queued.max.request.bytes": "999"})
