@@ -27,6 +27,7 @@ from kpybroker.server.connection import FILE_CHUNK
 from tests.helpers.brokers import BrokerFactory, ManagedBroker
 from tests.helpers.clients import ConfluentClient
 from tests.helpers.process import wait_until
+from tests.helpers.records import expected_counts, make_records
 from tests.helpers.wire import RawConnection, produce_error, produce_request, record_batch
 
 MB = 1 << 20
@@ -116,6 +117,43 @@ def test_requests_in_flight_stay_within_queued_max_request_bytes(
     print(f"\nbroker memory grew by {growth[0] / MB:.0f} MB")
     assert answered_while_sending > 0
     assert growth[0] < budget + largest + SLACK, f"grew by {growth[0] / MB:.0f} MB"
+
+
+def test_the_tightest_limits_serve_pipelining_clients_in_order(
+    broker_factory: BrokerFactory,
+) -> None:
+    """queued.max.requests = 1 and queued.max.request.bytes = socket.request.max.bytes (the
+    least Kafka accepts): 20 clients pipelining 50 requests each all get every answer, in
+    order, and a real producer and consumer work as ever."""
+    broker = broker_factory(
+        {
+            "queued.max.requests": 1,
+            "queued.max.request.bytes": 2 * MB,
+            "socket.request.max.bytes": 2 * MB,
+        }
+    )
+    clients = [RawConnection(broker.bootstrap, 60) for _ in range(20)]
+    try:
+        for client in clients:
+            requests = b""
+            for correlation_id in range(50):
+                request = ApiVersionsRequest[0]()
+                request.with_header(correlation_id=correlation_id, client_id="pipelining")
+                requests += request.encode(header=True, framed=True)
+            client.send(requests)
+        for client in clients:
+            answered = [struct.unpack(">i", client.recv_frame()[:4])[0] for _ in range(50)]
+            assert answered == list(range(50))
+    finally:
+        for client in clients:
+            client.close()
+    driver = ConfluentClient()
+    driver.create_topic(broker.bootstrap, "tight", 2)
+    records = make_records(500, 2)
+    driver.produce(broker.bootstrap, "tight", records)
+    consumed = driver.consume(broker.bootstrap, "tight", expected_counts(records, 2))
+    for partition, got in consumed.items():
+        assert [r.value for r in got] == [r.value for r in records if r.partition == partition]
 
 
 def fetch_frame(topic: str, correlation_id: int) -> bytes:
