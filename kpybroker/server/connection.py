@@ -394,24 +394,34 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.transport.writelines(buffers)
 
     async def send_file_range(self, fd: int, position: int, length: int) -> None:
+        """Send a range of a segment file. While the client catches up, the file is held
+        open by a descriptor of our own: its segment's closes after
+        ``file.delete.delay.ms`` once it is deleted, and a slow client may take longer."""
         transport = self.transport
-        while length > 0 and not self.closed:
-            if not self.can_write.is_set():
-                await self.can_write.wait()
-                continue
-            if self.sock_fd >= 0 and transport.get_write_buffer_size() == 0:
-                try:
-                    sent = os.sendfile(self.sock_fd, fd, position, length)
-                except (BlockingIOError, InterruptedError):
-                    sent = 0
-                except (BrokenPipeError, ConnectionResetError):
-                    self.close()  # the client went away mid-response: an ordinary disconnect
-                    return
-                position, length = position + sent, length - sent
-            if length > 0:
-                chunk = min(length, FILE_CHUNK)
-                transport.write(os.pread(fd, chunk, position))
-                position, length = position + chunk, length - chunk
+        own_fd: int | None = None
+        try:
+            while length > 0 and not self.closed:
+                if not self.can_write.is_set():
+                    if own_fd is None:
+                        fd = own_fd = os.dup(fd)
+                    await self.can_write.wait()
+                    continue
+                if self.sock_fd >= 0 and transport.get_write_buffer_size() == 0:
+                    try:
+                        sent = os.sendfile(self.sock_fd, fd, position, length)
+                    except (BlockingIOError, InterruptedError):
+                        sent = 0
+                    except (BrokenPipeError, ConnectionResetError):
+                        self.close()  # the client went away mid-response: an ordinary disconnect
+                        return
+                    position, length = position + sent, length - sent
+                if length > 0:
+                    chunk = min(length, FILE_CHUNK)
+                    transport.write(os.pread(fd, chunk, position))
+                    position, length = position + chunk, length - chunk
+        finally:
+            if own_fd is not None:
+                os.close(own_fd)
 
     def close(self) -> None:
         if not self.closed:

@@ -1,12 +1,19 @@
 """The accounting behind queued.max.requests, queued.max.request.bytes and the pipelining
-limit: the frame decoder asks before it commits memory, the budget answers."""
+limit (the frame decoder asks before it commits memory, the budget answers), and what a
+client that does not read its answers holds."""
 
 from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
 
 import pytest
 
 from kpybroker.config import BrokerConfig, ConfigError
+from kpybroker.log.partition_log import FileSlice, ReadResult
 from kpybroker.protocol.framing import FrameDecoder
+from kpybroker.server.connection import FILE_CHUNK, KafkaConnection, ListenerSettings
 from kpybroker.server.request_budget import ConnectionAccount, RequestBudget
 
 
@@ -160,3 +167,49 @@ def test_queued_max_request_bytes_must_hold_the_largest_request() -> None:
     BrokerConfig({**largest, "queued.max.request.bytes": "1000"})
     with pytest.raises(ConfigError, match="must be larger or equal to"):
         BrokerConfig({**largest, "queued.max.request.bytes": "999"})
+
+
+class FullBufferTransport:
+    """A transport whose buffer is over its high-water mark after every write, until the
+    test lets the client catch up: the writes made, as a slow reader's connection sees."""
+
+    def __init__(self, connection: KafkaConnection) -> None:
+        self.connection = connection
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+        self.connection.pause_writing()
+
+    def writelines(self, buffers: list[bytes]) -> None:
+        self.write(b"".join(buffers))
+
+    def get_write_buffer_size(self) -> int:
+        return 1
+
+
+def test_a_slow_reader_gets_a_file_range_a_chunk_at_a_time_even_after_its_segment_closes(
+    tmp_path: Path,
+) -> None:
+    """Only FILE_CHUNK of a Fetch's records is in memory per write, and the range stays
+    readable once its segment's descriptor is closed (file.delete.delay.ms ran out)."""
+    data = os.urandom(2 * FILE_CHUNK + 1000)
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    connection = KafkaConnection(None, set(), ListenerSettings("L", 100))  # type: ignore[arg-type]
+    transport = connection.transport = FullBufferTransport(connection)  # type: ignore[assignment]
+
+    async def client_reads_slowly() -> None:
+        records = ReadResult((FileSlice(fd, 0, len(data)),), 0, 0, 0)
+        writing = asyncio.create_task(connection.write_parts([b"header", records]))
+        await asyncio.sleep(0)
+        assert transport.writes == [b"header"]  # and the range waits for room
+        os.close(fd)  # the segment is gone
+        while not writing.done():
+            connection.resume_writing()
+            await asyncio.sleep(0)
+
+    asyncio.run(client_reads_slowly())
+    assert [len(w) for w in transport.writes] == [6, FILE_CHUNK, FILE_CHUNK, 1000]
+    assert b"".join(transport.writes[1:]) == data
