@@ -58,6 +58,7 @@ from kpybroker.server.connection import ListenerSettings
 from kpybroker.server.connection_gate import ConnectionGate
 from kpybroker.server.idle_connections import close_idle_connections
 from kpybroker.server.listener import bound_port, start_listener
+from kpybroker.server.request_budget import RequestBudget
 from kpybroker.share_coordinator.service import ShareCoordinator
 from kpybroker.share_coordinator.share_coordinator_settings import ShareCoordinatorSettings
 from kpybroker.share_coordinator.state_persister import DefaultStatePersister
@@ -233,10 +234,13 @@ class Broker:
         max_request = config.get_int("socket.request.max.bytes")
         backlog = config.get_int("socket.listen.backlog.size")
         gate = ConnectionGate(self.connection_quotas, backlog)
+        budget = RequestBudget(
+            config.get_int("queued.max.requests"), config.get_int("queued.max.request.bytes")
+        )
         ports = {}
         for listener in config.listeners():
             listener_settings = ListenerSettings(
-                listener.name, max_request, self.listener_security[listener.name], gate
+                listener.name, max_request, self.listener_security[listener.name], gate, budget
             )
             server = await start_listener(
                 self.services,

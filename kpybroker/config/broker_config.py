@@ -389,6 +389,12 @@ class BrokerConfig:
             raise ConfigError(
                 "log.roll.jitter.ms", "log.roll.jitter.ms must be greater than or equal to 0"
             )
+        queued_bytes = self.get_int("queued.max.request.bytes")
+        if 0 < queued_bytes < self.get_int("socket.request.max.bytes"):
+            raise ConfigError(
+                "queued.max.request.bytes",
+                "queued.max.request.bytes must be larger or equal to socket.request.max.bytes",
+            )
         if self.retention_ms() == 0:
             raise ConfigError(
                 "log.retention.ms",

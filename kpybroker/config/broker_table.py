@@ -244,12 +244,16 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
                   "accepted but not used."),
     ConfigKey("background.threads", INT, 10, HIGH, valid=Range(1), mode=CLUSTER_WIDE,
               doc="Threads for background work such as deleting files."),
-    ConfigKey("queued.max.requests", INT, 500, HIGH, valid=Range(1),
-              doc="Most requests waiting for a processing thread before the network threads stop "
-                  "reading."),
-    ConfigKey("queued.max.request.bytes", LONG, -1, MEDIUM,
-              doc="Most request bytes waiting to be processed before reading stops; -1 is no "
-                  "limit."),
+    ConfigKey("queued.max.requests", INT, 500, HIGH, valid=Range(1), enforced=True,
+              doc="Most requests read and waiting to be handled, over all connections; at the "
+                  "limit the broker stops reading new requests until one is taken up "
+                  "(connections resume in the order they stopped). Each connection has at "
+                  "most one request waiting besides the one being handled (docs/limits.md)."),
+    ConfigKey("queued.max.request.bytes", LONG, -1, MEDIUM, enforced=True,
+              doc="Most bytes of requests read and not yet handled, over all connections; at "
+                  "the limit the broker stops reading new requests until memory is freed. "
+                  "-1 (or 0) is no limit; otherwise it must be at least "
+                  "socket.request.max.bytes."),
     ConfigKey("socket.send.buffer.bytes", INT, 102_400, HIGH,
               doc="SO_SNDBUF of server sockets; -1 leaves the OS default."),
     ConfigKey("socket.receive.buffer.bytes", INT, 102_400, HIGH,

@@ -8,7 +8,7 @@ server, tests and tools all share the same code path.
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from kpybroker.protocol._codec import (
     I16,
@@ -32,6 +32,14 @@ class FrameTooLargeError(DecodeError):
         self.size = size
 
 
+class FrameAdmission(Protocol):
+    """Who decides whether a frame may take memory (``server.request_budget``)."""
+
+    def admit(self, size: int) -> bool:
+        """Whether a frame of ``size`` bytes may be taken in now; if not, the decoder
+        keeps its bytes where they are and waits for :meth:`FrameDecoder.resume`."""
+
+
 class FrameDecoder:
     """Splits a byte stream into length-prefixed frames, receiving large frames in place.
 
@@ -41,18 +49,27 @@ class FrameDecoder:
 
     Bytes come in through ``get_buffer()`` / ``buffer_updated(n)``, the shape of
     ``asyncio.BufferedProtocol``: the socket reads straight into the buffer handed
-    out. Small frames are read into a fixed scratch buffer, many per read, and
-    copied out once each. A frame of ``IN_PLACE_MIN`` bytes or more (a produce
-    request with record batches) gets a buffer of its exact size as soon as its
-    size is known, and the rest of it is read directly there: its bytes are
-    copied once, by the kernel. ``feed(data)`` takes bytes already read instead.
+    out. Frames that fit are read into a fixed scratch buffer, many per read, and
+    copied out once each. A frame larger than the scratch gets a buffer of its
+    exact size once the scratch is full of it, and the rest of it is read directly
+    there: its bytes are copied once, by the kernel. Waiting for a full scratch
+    first means a client that trickles a frame in (slowloris) holds nothing but
+    its scratch, whatever size it announced. ``feed(data)`` takes bytes already read
+    instead.
+
+    Each frame is taken in only when ``admission`` admits it (when its memory is
+    committed: copied out of the scratch, or given its own buffer). Until then the
+    decoder is ``blocked``: its bytes stay in the scratch, the caller stops reading
+    and calls :meth:`resume` when admission may succeed.
     """
 
     SCRATCH_SIZE = 64 * 1024
-    IN_PLACE_MIN = 16 * 1024
 
-    def __init__(self, max_frame_size: int) -> None:
+    def __init__(self, max_frame_size: int, admission: FrameAdmission | None = None) -> None:
         self.max_frame_size = max_frame_size
+        self.admission = admission
+        #: A frame in the scratch waits for admission.
+        self.blocked = False
         # Never resized: the event loop may still hold a view of it while we split frames.
         self._scratch = bytearray(self.SCRATCH_SIZE)
         self._scratch_view = memoryview(self._scratch)
@@ -62,7 +79,7 @@ class FrameDecoder:
         self._filled = 0
 
     def get_buffer(self, sizehint: int = -1) -> memoryview:
-        """Where the next bytes of the stream go (never empty)."""
+        """Where the next bytes of the stream go (never empty unless ``blocked``)."""
         if self._frame is not None:
             return self._frame_view[self._filled :]
         return self._scratch_view[self._end :]
@@ -79,6 +96,10 @@ class FrameDecoder:
         self._end += nbytes
         return self._split()
 
+    def resume(self) -> list[bytearray]:
+        """Try again the frames that waited for admission; return those now taken in."""
+        return self._split() if self._frame is None else []
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytearray]:
         """Take bytes already read; return the frames they complete."""
         frames: list[bytearray] = []
@@ -91,25 +112,33 @@ class FrameDecoder:
             view = view[n:]
         return frames
 
+    def _admit(self, size: int) -> bool:
+        self.blocked = self.admission is not None and not self.admission.admit(size)
+        return not self.blocked
+
     def _split(self) -> list[bytearray]:
         frames = []
         scratch, start, end = self._scratch, 0, self._end
+        self.blocked = False
         while end - start >= 4:
             (size,) = I32.unpack_from(scratch, start)
             if size < 0 or size > self.max_frame_size:
                 raise FrameTooLargeError(size, self.max_frame_size)
             body = start + 4
             if end - body >= size:
+                if not self._admit(size):
+                    break
                 frames.append(scratch[body : body + size])
                 start = body + size
                 continue
-            if size >= self.IN_PLACE_MIN or size + 4 > len(scratch):
+            if end - start == len(scratch) and self._admit(size):
+                # The scratch is full of a frame larger than it: receive the rest in place.
                 frame = bytearray(size)
                 frame[: end - body] = self._scratch_view[body:end]
                 self._frame, self._frame_view, self._filled = frame, memoryview(frame), end - body
                 start = end
             break
-        # Move the start of an incomplete small frame to the front (same length: no resize).
+        # Move the start of an incomplete frame to the front (same length: no resize).
         remaining = end - start
         if remaining and start:
             scratch[:remaining] = scratch[start:end]

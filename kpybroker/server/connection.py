@@ -2,8 +2,10 @@
 
 Requests on a connection are handled one after another and answered in the
 order they arrived, as Kafka does (the Java client pairs each response with
-its oldest in-flight request). Reading pauses while too many requests wait,
-and handling pauses while the socket's write buffer is full.
+its oldest in-flight request). Reading pauses while a frame waits to be
+handled or the broker's request budget is spent (``request_budget``: the
+pipelining limit, ``queued.max.requests``, ``queued.max.request.bytes``), and
+handling pauses while the socket's write buffer is full.
 
 On an SSL or SASL_SSL listener the TLS handshake comes first (``tls``: the
 connection sees clear text only); the client certificate, if any, gives the
@@ -24,7 +26,8 @@ import logging
 import os
 import time
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from kpybroker.apis.api_versions import answer_before_authentication
@@ -35,11 +38,17 @@ from kpybroker.security.listener_security import PLAINTEXT, ListenerSecurity
 from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
 from kpybroker.server.connection_gate import ConnectionGate
 from kpybroker.server.dispatch import MALFORMED, CloseConnection, answer
+from kpybroker.server.request_budget import RequestBudget
 from kpybroker.server.sasl_authenticator import AuthFailure, SaslAuthenticator
 
 log = logging.getLogger(__name__)
 
-MAX_QUEUED_REQUESTS = 64
+#: The most of a file range read into memory at a time for a client that is behind.
+FILE_CHUNK = 256 * 1024
+
+
+def unlimited_budget() -> RequestBudget:
+    return RequestBudget(max_requests=2**31 - 1, max_bytes=-1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +61,8 @@ class ListenerSettings:
     security: ListenerSecurity = PLAINTEXT
     #: The broker's connection limits (None: unlimited).
     gate: ConnectionGate | None = None
+    #: The broker's limits on requests read and not yet handled (shared by its listeners).
+    budget: RequestBudget = field(default_factory=unlimited_budget)
 
 
 def printable(text: str) -> str:
@@ -78,7 +89,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if security.sasl is not None:
             self.authenticator = SaslAuthenticator(security.sasl, self.answer_api_versions)
             max_request_size = security.sasl.max_receive_size
-        self.decoder = FrameDecoder(max_request_size)
+        self.account = settings.budget.account(self.frames_admissible)
+        self.decoder = FrameDecoder(max_request_size, self.account)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         #: Kafka's connection id (local and remote address): what a share session is tied to.
@@ -87,8 +99,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.wakeup = asyncio.Event()
         self.can_write = asyncio.Event()
         self.can_write.set()
-        #: Why reading is paused (a full queue, a throttle, a failed authentication).
+        #: Why reading is paused (a frame waiting for admission, a throttle, a failed
+        #: authentication).
         self.read_holds: set[str] = set()
+        #: The client half-closed while a frame waited for admission.
+        self.eof_pending = False
         self.closed = False
         self.task: asyncio.Task | None = None
         self.sock_fd = -1
@@ -122,8 +137,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return self.decoder.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.take_frames(lambda: self.decoder.buffer_updated(nbytes))
+
+    def frames_admissible(self) -> None:
+        """The request budget may admit the frame the decoder holds back: try it."""
+        if self.decoder.blocked and not self.closed:
+            self.take_frames(self.decoder.resume)
+
+    def take_frames(self, decode: Callable[[], list[bytearray]]) -> None:
+        """Queue the frames ``decode()`` returns; read on only if none was refused."""
         try:
-            frames = self.decoder.buffer_updated(nbytes)
+            frames = decode()
         except FrameTooLargeError as exc:
             if self.authenticator is not None and not self.authenticator.complete:
                 # Kafka fails the SASL attempt (logged, answered after the delay).
@@ -142,18 +166,30 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.last_active = time.monotonic()
             self.pending.extend(frames)
             self.wakeup.set()
-            if len(self.pending) >= MAX_QUEUED_REQUESTS and "queue" not in self.read_holds:
-                self.hold_reading("queue")
+        if self.decoder.blocked:
+            if "admission" not in self.read_holds:
+                self.hold_reading("admission")
+        elif "admission" in self.read_holds:
+            self.release_reading("admission")
+            if self.eof_pending:
+                self.end_of_requests()
 
     def eof_received(self) -> bool:
         """The client half-closed: answer what was already received, then close. (A TLS
         connection cannot stay half open: the TLS layer closes it whatever this says.)"""
+        if self.decoder.blocked:
+            self.eof_pending = True
+        else:
+            self.end_of_requests()
+        return self.security.tls is None
+
+    def end_of_requests(self) -> None:
         self.pending.append(None)  # type: ignore[arg-type]
         self.wakeup.set()
-        return self.security.tls is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.account.close()
         self.open_connections.discard(self)
         # A share consumer gone with its connection holds no records any more (Kafka 4.1+).
         self.services.share_partitions.connection_closed(self.connection_id)
@@ -182,29 +218,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self.wakeup.clear()
                     await self.wakeup.wait()
                     continue
-                frame = self.pending.popleft()
-                if frame is None:
+                if not await self.answer_next():
                     break
-                if isinstance(frame, AuthFailure):
-                    raise frame
-                if "queue" in self.read_holds and len(self.pending) < MAX_QUEUED_REQUESTS // 2:
-                    self.release_reading("queue")
-                if self.authenticator is not None and not await self.authenticated(frame):
-                    continue
-                answered = await answer(
-                    frame,
-                    self.services,
-                    self.client_host,
-                    self.listener,
-                    self.principal,
-                    self.connection_id,
-                )
-                if answered is not None and not self.closed:
-                    parts, response = answered
-                    await self.send(parts)
-                    throttle_ms = getattr(response, "throttle_time_ms", 0)
-                    if throttle_ms > 0:
-                        await self.mute(throttle_ms)
         except AuthFailure as exc:
             await self.fail_authentication(exc)
             return
@@ -220,11 +235,49 @@ class KafkaConnection(asyncio.BufferedProtocol):
             log.exception("closing connection from %s after an unexpected error", self.peer)
         self.close()
 
+    async def answer_next(self) -> bool:
+        """Handle and answer the oldest frame; False at the end of the client's requests.
+
+        The frame and its answer are dropped on return, so a connection waiting for
+        its next request holds neither (40 idle connections would otherwise keep
+        their last 8 MB produce requests: 320 MB outside the request budget).
+        """
+        frame = self.pending.popleft()
+        if frame is None:
+            return False
+        if isinstance(frame, AuthFailure):
+            raise frame
+        self.account.started()
+        try:
+            answered = await self.handle(frame)
+        finally:
+            self.account.finished(len(frame))
+        if answered is not None and not self.closed:
+            parts, response = answered
+            await self.send(parts)
+            throttle_ms = getattr(response, "throttle_time_ms", 0)
+            if throttle_ms > 0:
+                await self.mute(throttle_ms)
+        return True
+
+    async def handle(self, frame: bytearray) -> tuple[list[Any], Any] | None:
+        """The answer to one frame (None: no answer, as for acks=0 or a SASL step)."""
+        if self.authenticator is not None and not await self.authenticated(frame):
+            return None
+        return await answer(
+            frame,
+            self.services,
+            self.client_host,
+            self.listener,
+            self.principal,
+            self.connection_id,
+        )
+
     async def send(self, parts: list[Any]) -> None:
         if not self.can_write.is_set():
             await self.can_write.wait()
         if not self.closed:
-            self.write_parts(parts)
+            await self.write_parts(parts)
 
     async def mute(self, throttle_ms: int) -> None:
         """Read and answer nothing for ``throttle_ms`` (a quota's throttle)."""
@@ -306,19 +359,22 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.hold_reading("failed")
         await asyncio.sleep(self.security.failed_authentication_delay_ms / 1000)
         if failure.answer is not None and not self.closed:
-            self.write_parts(failure.answer)
+            await self.write_parts(failure.answer)
         self.close()
 
     # writing --------------------------------------------------------------
 
-    def write_parts(self, parts: list[Any]) -> None:
+    async def write_parts(self, parts: list[Any]) -> None:
         """Write a response: each run of buffers with one ``writelines`` (one ``writev``
         under uvloop), file ranges (a log read's ``parts``) with sendfile.
 
         sendfile is used only while the transport has nothing buffered, so that
-        bytes written straight to the socket cannot overtake queued ones; any
-        rest of a range goes through the transport as an ordinary copy. This works
-        the same with uvloop, which has no ``loop.sendfile``.
+        bytes written straight to the socket cannot overtake queued ones; the rest
+        of a range goes through the transport as ordinary copies, ``FILE_CHUNK`` at
+        a time and only while the write buffer is under its high-water mark: a
+        client that does not read its responses holds at most that much of a
+        Fetch's records, whatever their size. This works the same with uvloop,
+        which has no ``loop.sendfile``.
         """
         self.last_active = time.monotonic()
         run: list[Any] = []
@@ -330,28 +386,42 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.write_buffers(run)
             run = []
             for piece in part.parts:
-                self.send_file_range(piece.fd, piece.position, piece.length)
+                await self.send_file_range(piece.fd, piece.position, piece.length)
         self.write_buffers(run)
 
     def write_buffers(self, buffers: list[Any]) -> None:
         if buffers and not self.closed:
             self.transport.writelines(buffers)
 
-    def send_file_range(self, fd: int, position: int, length: int) -> None:
-        if self.closed:
-            return
-        sent = 0
+    async def send_file_range(self, fd: int, position: int, length: int) -> None:
+        """Send a range of a segment file. While the client catches up, the file is held
+        open by a descriptor of our own: its segment's closes after
+        ``file.delete.delay.ms`` once it is deleted, and a slow client may take longer."""
         transport = self.transport
-        if self.sock_fd >= 0 and transport.get_write_buffer_size() == 0:
-            try:
-                sent = os.sendfile(self.sock_fd, fd, position, length)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except (BrokenPipeError, ConnectionResetError):
-                self.close()  # the client went away mid-response: an ordinary disconnect
-                return
-        if sent < length:
-            transport.write(os.pread(fd, length - sent, position + sent))
+        own_fd: int | None = None
+        try:
+            while length > 0 and not self.closed:
+                if not self.can_write.is_set():
+                    if own_fd is None:
+                        fd = own_fd = os.dup(fd)
+                    await self.can_write.wait()
+                    continue
+                if self.sock_fd >= 0 and transport.get_write_buffer_size() == 0:
+                    try:
+                        sent = os.sendfile(self.sock_fd, fd, position, length)
+                    except (BlockingIOError, InterruptedError):
+                        sent = 0
+                    except (BrokenPipeError, ConnectionResetError):
+                        self.close()  # the client went away mid-response: an ordinary disconnect
+                        return
+                    position, length = position + sent, length - sent
+                if length > 0:
+                    chunk = min(length, FILE_CHUNK)
+                    transport.write(os.pread(fd, chunk, position))
+                    position, length = position + chunk, length - chunk
+        finally:
+            if own_fd is not None:
+                os.close(own_fd)
 
     def close(self) -> None:
         if not self.closed:

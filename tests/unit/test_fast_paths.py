@@ -8,6 +8,7 @@ slow way it replaces.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from pathlib import Path
@@ -42,11 +43,12 @@ def receive(decoder: FrameDecoder, stream: bytes, read_size: int) -> list[bytear
 def test_a_large_frame_is_read_straight_into_its_own_buffer() -> None:
     decoder = FrameDecoder(1 << 20)
     body = os.urandom(100_000)
-    head = frame(body)[:1000]
+    head = frame(body)[: FrameDecoder.SCRATCH_SIZE]
     buf = decoder.get_buffer(-1)
     buf[: len(head)] = head
     assert decoder.buffer_updated(len(head)) == []
-    # From now on the socket writes into the frame itself: exactly the bytes still missing.
+    # Once the scratch is full of it, the socket writes into the frame itself: exactly the
+    # bytes still missing.
     rest = decoder.get_buffer(-1)
     assert len(rest) == len(body) - (len(head) - 4)
     rest[:] = body[len(head) - 4 :]
@@ -56,7 +58,7 @@ def test_a_large_frame_is_read_straight_into_its_own_buffer() -> None:
 
 
 def test_small_and_large_frames_interleaved_over_any_read_size() -> None:
-    bodies = [b"a", os.urandom(FrameDecoder.IN_PLACE_MIN), b"", os.urandom(70_000), b"bc"]
+    bodies = [b"a", os.urandom(FrameDecoder.SCRATCH_SIZE - 4), b"", os.urandom(70_000), b"bc"]
     stream = b"".join(frame(b) for b in bodies)
     for read_size in (1, 3, 4096, 65_536, len(stream)):
         assert receive(FrameDecoder(1 << 20), stream, read_size) == bodies
@@ -99,7 +101,7 @@ def test_a_response_is_one_writelines_per_run_of_buffers_and_sendfile_between(
         conn.transport = RecordingTransport()  # type: ignore[assignment]
         conn.sock_fd = ours.fileno()
         records = ReadResult((FileSlice(fd, 2, 5),), 0, 0, 0)
-        conn.write_parts([b"size+header", bytearray(b"body"), b"", records, b"tail"])
+        asyncio.run(conn.write_parts([b"size+header", bytearray(b"body"), b"", records, b"tail"]))
         assert conn.transport.calls == [  # type: ignore[attr-defined]
             ("writelines", [b"size+header", b"body"]),
             ("writelines", [b"tail"]),
