@@ -252,12 +252,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
             answered = await self.handle(frame)
         finally:
             self.account.finished(len(frame))
+        throttle_ms = 0
         if answered is not None and not self.closed:
             parts, response = answered
             await self.send(parts)
             throttle_ms = getattr(response, "throttle_time_ms", 0)
-            if throttle_ms > 0:
-                await self.mute(throttle_ms)
+        self.account.answered()
+        if throttle_ms > 0:
+            await self.mute(throttle_ms)
         return True
 
     async def handle(self, frame: bytearray) -> tuple[list[Any], Any] | None:

@@ -13,9 +13,10 @@ Here one event loop does it all. A connection's frame decoder asks its
 :class:`ConnectionAccount` before it commits memory to a frame; the account
 admits it when
 
-* the connection has no other frame waiting to be handled (the pipelining
-  limit: one frame handled and one read ahead, so that a pipelining client
-  keeps the loop busy, but no more: the rest stays in the socket buffer);
+* the connection is not busy with another frame, from taking it up until its
+  answer is written (the pipelining limit, Kafka's: what a client pipelines
+  waits in the socket buffer, so a client that never reads its answers holds
+  no request and no request memory, only its one answer);
 * the broker holds fewer than ``queued.max.requests`` frames read and not yet
   taken up by their connection (Kafka's request queue); and
 * the frames read and not yet handled hold less than
@@ -97,21 +98,30 @@ class ConnectionAccount:
         self.waiting = 0
         #: Bytes of frames admitted and not yet handled.
         self.held_bytes = 0
+        #: A frame was taken up and its answer is not yet written.
+        self.busy = False
         self.closed = False
 
     def admit(self, size: int) -> bool:
-        if self.closed or self.waiting or not self.budget.take(self, size):
+        if self.closed or self.waiting or self.busy or not self.budget.take(self, size):
             return False
         self.waiting += 1
         self.held_bytes += size
         return True
 
     def started(self) -> None:
-        """The connection took up its waiting frame: the next one may be read."""
+        """The connection took up its waiting frame."""
         if self.closed:
             return
         self.waiting -= 1
+        self.busy = True
         self.budget.give_back(1, 0)
+
+    def answered(self) -> None:
+        """The frame's answer is written (or it has none): the next frame may be read."""
+        if self.closed:
+            return
+        self.busy = False
         self.on_admissible()
 
     def finished(self, size: int) -> None:

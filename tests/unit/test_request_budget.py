@@ -95,17 +95,31 @@ def test_a_large_frame_refused_waits_in_the_full_scratch() -> None:
     assert decoder.feed(rest) == [body]
 
 
-def test_a_connection_has_at_most_one_frame_waiting() -> None:
+def test_a_connection_reads_its_next_frame_only_once_the_last_is_answered() -> None:
     budget = RequestBudget(max_requests=500, max_bytes=-1)
     client = Client(budget)
     assert client.offer(10)
     assert not client.offer(20)  # the pipelining limit: not queued broker-wide
     assert budget.queued_requests == 1 and budget.queued_bytes == 10
-    client.account.started()  # the first is taken up: the second comes in
-    assert client.admitted == [10, 20]
-    assert budget.queued_requests == 1 and budget.queued_bytes == 30
+    client.account.started()  # taken up: still nothing read ahead, as in Kafka
+    assert client.admitted == [10]
+    assert budget.queued_requests == 0
     client.account.finished(10)
-    assert budget.queued_bytes == 20
+    assert budget.queued_bytes == 0
+    client.account.answered()  # its answer is written: the next comes in
+    assert client.admitted == [10, 20]
+    assert budget.queued_requests == 1 and budget.queued_bytes == 20
+
+
+def test_a_client_that_never_reads_its_answers_holds_no_request() -> None:
+    budget = RequestBudget(max_requests=1, max_bytes=100)
+    stuck, other = Client(budget), Client(budget)
+    assert stuck.offer(60)
+    stuck.account.started()
+    stuck.account.finished(60)  # handled; its answer waits for the client to read
+    assert not stuck.offer(60)
+    assert (budget.queued_requests, budget.queued_bytes) == (0, 0)
+    assert other.offer(100)  # the broker's whole budget is still there for the others
 
 
 def test_queued_max_requests_holds_back_new_frames_until_one_is_taken_up() -> None:
@@ -139,6 +153,7 @@ def test_connections_refused_are_admitted_in_the_order_they_were_refused() -> No
     assert not first.offer(1) and not second.offer(1)
     hog.account.started()
     assert first.admitted == [1] and second.admitted == []
+    hog.account.answered()
     assert not hog.offer(1)  # the hog's next frame queues behind the second
     first.account.started()
     assert second.admitted == [1] and hog.admitted == [1]
