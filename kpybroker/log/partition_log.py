@@ -24,7 +24,6 @@ included, still happens here on the loop (see ``log_cleaner``).
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
 from bisect import bisect_left, bisect_right
@@ -40,6 +39,7 @@ from kpybroker.log.leader_epoch import LeaderEpochCache
 from kpybroker.log.log_config import LONG_MAX, LogConfig
 from kpybroker.log.metadata_files import read_partition_metadata, write_partition_metadata
 from kpybroker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX, delete_dir_name, stray_dir_name
+from kpybroker.log.open_files import OpenFile
 from kpybroker.log.produce_validator import (
     CheckedBatch,
     broker_batch,
@@ -83,17 +83,21 @@ def wall_clock_ms() -> int:
 class FileSlice(NamedTuple):
     """A byte range of a segment file, sent with ``os.sendfile(sock, fd, position, length)``.
 
-    The descriptor stays open for ``file.delete.delay.ms`` after its segment is
-    deleted, so a slice taken before a retention pass or truncation is still
-    readable while the response is written.
+    The slice holds the file's descriptor open (``open_files``) until the response
+    is written, however soon its segment is evicted from the cache, deleted by retention
+    or truncated.
     """
 
-    fd: int
+    file: OpenFile
     position: int
     length: int
 
+    @property
+    def fd(self) -> int:
+        return self.file.fd
+
     def read(self) -> bytes:
-        return os.pread(self.fd, self.length, self.position)
+        return self.file.pread(self.length, self.position)
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,7 +436,7 @@ class PartitionLog:
             if end == start and min_one_message and start + header.size <= limit:
                 end = start + header.size
             if end > start:
-                parts = (FileSlice(segment.fd, start, end - start),)
+                parts = (FileSlice(segment.open_log(), start, end - start),)
             break
         return ReadResult(parts, self.high_watermark, self.log_start_offset, self.log_end_offset)
 
@@ -531,7 +535,7 @@ class PartitionLog:
         end = part.position + part.length
         first = self._segment_index(fetch_offset)
         return aborted_in_read(
-            self.segments, first, self.log_end_offset, fetch_offset, part.fd, end
+            self.segments, first, self.log_end_offset, fetch_offset, part.file.source, end
         )
 
     # -- removing data ----------------------------------------------------------
