@@ -17,6 +17,10 @@ Lifetime: an :class:`OpenFile` closes its descriptor when the last reference to 
 ``FileSlice`` holds another until its response is written, so eviction never closes a
 descriptor a pending ``sendfile`` names, nor lets the kernel give its number to another
 file. Code that makes several calls on one descriptor keeps the ``OpenFile`` in a local.
+Descriptors held only by reads count against the capacity (the cache keeps fewer open
+while there are some), and once they fill it, :attr:`OpenFiles.has_room` tells reads to
+copy their bytes instead (a fetch of thousands of partitions): the descriptors open stay
+within the capacity, plus the one a copying read opens when reads hold all the others.
 
 Durability: ``fsync`` is per file, not per descriptor (all of the file's data, POSIX
 says), so an evicted descriptor is closed without one: the next flush fsyncs the file
@@ -34,6 +38,7 @@ import logging
 import os
 import resource
 import threading
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 
@@ -83,7 +88,7 @@ def _show(limit: int) -> str:
 class OpenFile:
     """One open descriptor, closed when the last reference to this object goes."""
 
-    __slots__ = ("fd", "source")
+    __slots__ = ("__weakref__", "fd", "source")
 
     def __init__(self, fd: int, source: CachedFile) -> None:
         self.fd = fd
@@ -126,6 +131,11 @@ class CachedFile:
     def is_open(self) -> bool:
         return self._cache.holds(self)
 
+    @property
+    def has_room(self) -> bool:
+        """Whether a read of this file may hold its descriptor (``OpenFiles.has_room``)."""
+        return self._cache.has_room
+
     def close(self) -> None:
         """Let the descriptor go (it closes once no read in flight holds it)."""
         self._cache.forget(self)
@@ -158,6 +168,8 @@ class OpenFiles:
         is after the entry point raised it."""
         self._capacity = capacity
         self._open: OrderedDict[CachedFile, OpenFile] = OrderedDict()
+        #: Evicted descriptors that reads still hold (they leave the set as they close).
+        self._held: weakref.WeakSet[OpenFile] = weakref.WeakSet()
         self._lock = threading.Lock()
 
     @property
@@ -167,7 +179,13 @@ class OpenFiles:
         return self._capacity
 
     def __len__(self) -> int:
-        return len(self._open)
+        """Descriptors open: those cached and those only reads hold."""
+        return len(self._open) + len(self._held)
+
+    @property
+    def has_room(self) -> bool:
+        """Whether a read may hold a descriptor until its response is written (else it copies)."""
+        return len(self) <= self.capacity
 
     def file(self, path: Path, flags: int) -> CachedFile:
         """A file opened with ``flags`` on use (not now)."""
@@ -180,8 +198,8 @@ class OpenFiles:
                 self._open.move_to_end(file)
                 return opened
             capacity = self.capacity
-            while len(self._open) >= capacity:
-                self._open.popitem(last=False)
+            while self._open and len(self) >= capacity:
+                self._evict_oldest()
             opened = OpenFile(self._os_open(file.path, file.flags | extra_flags), file)
             self._open[file] = opened
             return opened
@@ -195,7 +213,12 @@ class OpenFiles:
             except OSError as exc:
                 if exc.errno not in _OUT_OF_DESCRIPTORS or not self._open:
                     raise
-                self._open.popitem(last=False)
+                self._evict_oldest()
+
+    def _evict_oldest(self) -> None:
+        """Drop the least recently used descriptor: closed now, or when the reads holding it
+        are done."""
+        self._held.add(self._open.popitem(last=False)[1])
 
     def cached(self, file: CachedFile) -> OpenFile | None:
         """The cached descriptor of ``file``, if any, without touching the order."""

@@ -29,6 +29,7 @@ from typing import Any
 
 from kpybroker.apis.api_versions import answer_before_authentication
 from kpybroker.apis.support.context import Services
+from kpybroker.log.partition_log import FileSlice
 from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.framing import FrameDecoder, FrameTooLargeError
 from kpybroker.security.listener_security import PLAINTEXT, ListenerSecurity
@@ -327,10 +328,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if part:
                     run.append(part)
                 continue
-            self.write_buffers(run)
-            run = []
             for piece in part.parts:
-                self.send_file_range(piece.fd, piece.position, piece.length)
+                if isinstance(piece, FileSlice):
+                    self.write_buffers(run)
+                    run = []
+                    self.send_file_range(piece.fd, piece.position, piece.length)
+                else:
+                    run.append(piece.read())  # copied: the log was short of descriptors
         self.write_buffers(run)
 
     def write_buffers(self, buffers: list[Any]) -> None:

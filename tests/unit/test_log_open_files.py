@@ -16,6 +16,7 @@ from kpybroker.log.open_files import (
     OpenFiles,
     capacity_for_limit,
 )
+from kpybroker.log.partition_log import CopiedSlice, FileSlice
 from tests.helpers.log_builders import fill, open_log, records, stored_records
 
 
@@ -102,3 +103,18 @@ def test_a_log_with_more_segment_files_than_the_cache_holds(
     reopened = [open_log(tmp_path / f"t-{i}") for i in range(4)]
     assert [stored_records(log) for log in reopened] == expected
     assert len(OPEN_FILES) <= MIN_CAPACITY
+
+
+def test_reads_copy_their_bytes_once_reads_in_flight_hold_every_descriptor_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(OPEN_FILES, "_capacity", MIN_CAPACITY)
+    logs = [open_log(tmp_path / f"t-{i}") for i in range(3 * MIN_CAPACITY)]
+    for log in logs:
+        fill(log, 2)
+    in_flight = [log.read(0, 1 << 20, log.log_end_offset) for log in logs]  # one fetch, say
+    kinds = [type(read.parts[0]) for read in in_flight]
+    assert kinds[:MIN_CAPACITY] == [FileSlice] * MIN_CAPACITY
+    assert CopiedSlice in kinds
+    assert len(OPEN_FILES) <= MIN_CAPACITY + 1
+    assert [records(read) for read in in_flight] == [stored_records(log) for log in logs]
