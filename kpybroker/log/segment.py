@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,15 +52,18 @@ _HEADER_SCAN_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 4 * 1024 * 1024
 
 
-def walk_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
-    """``(position, header)`` of each whole batch in ``fd`` from ``start`` (a boundary) to
-    ``end``, reading headers in chunks; a partial batch at the end is not yielded."""
+def walk_headers(
+    pread: Callable[[int, int], bytes], start: int, end: int
+) -> Iterator[tuple[int, BatchHeader]]:
+    """``(position, header)`` of each whole batch of a file from ``start`` (a boundary) to
+    ``end``, reading headers in chunks with ``pread(size, position)``; a partial batch at the
+    end is not yielded."""
     chunk = b""
     chunk_start = position = start
     while end - position >= BATCH_HEADER_SIZE:
         rel = position - chunk_start
         if rel + BATCH_HEADER_SIZE > len(chunk):
-            chunk = os.pread(fd, min(_HEADER_SCAN_CHUNK, end - position), position)
+            chunk = pread(min(_HEADER_SCAN_CHUNK, end - position), position)
             chunk_start, rel = position, 0
         header = parse_header(chunk, rel)
         if position + header.size > end:
@@ -74,7 +78,7 @@ def read_next_offset(path: Path, base_offset: int) -> int:
     fd = os.open(path, os.O_RDONLY)
     try:
         next_offset = base_offset
-        for _, header in walk_headers(fd, 0, os.fstat(fd).st_size):
+        for _, header in walk_headers(partial(os.pread, fd), 0, os.fstat(fd).st_size):
             next_offset = header.last_offset + 1
         return next_offset
     finally:
@@ -86,11 +90,6 @@ def remove_segment_files(directory: Path, base_offset: int, file_suffix: str) ->
     leftovers of an aborted compaction)."""
     for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         segment_file(directory, base_offset, suffix, file_suffix).unlink(missing_ok=True)
-
-
-def _headers_of(file: OpenFile, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
-    """``walk_headers`` holding ``file`` open until the walk ends."""
-    yield from walk_headers(file.fd, start, end)
 
 
 class TimestampOffset(NamedTuple):
@@ -283,7 +282,8 @@ class Segment:
 
     def headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
         """``(position, header)`` of each whole batch from ``start`` (a boundary) to ``end``."""
-        return _headers_of(self.log_file.open(), start, self.size if end is None else end)
+        # The bound method holds the descriptor open until the walk ends.
+        return walk_headers(self.log_file.open().pread, start, self.size if end is None else end)
 
     def batches(
         self, start: int = 0, chunk_size: int = _RECOVERY_CHUNK
