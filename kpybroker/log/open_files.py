@@ -59,9 +59,10 @@ def capacity_for_limit(soft_limit: int) -> int:
     return max(MIN_CAPACITY, soft_limit // 2)
 
 
-def raise_open_files_limit() -> tuple[int, int, int]:
+def raise_open_files_limit() -> None:
     """Raise the soft ``RLIMIT_NOFILE`` to the hard limit, as far as the kernel allows, and log
-    both: ``(soft before, soft now, hard)``. A start-up step of the entry point."""
+    both: a start-up step of the entry point, so that no operator has to remember
+    ``ulimit -n`` when the hard limit is generous (systemd's default soft limit is 1024)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     raised = soft
     if hard != soft:
@@ -78,7 +79,6 @@ def raise_open_files_limit() -> tuple[int, int, int]:
         _show(hard),
         capacity_for_limit(raised),
     )
-    return soft, raised, hard
 
 
 def _show(limit: int) -> str:

@@ -4,10 +4,10 @@ aborts in it, ``.txnindex`` (Kafka's ``LogSegment``).
 The ``.log`` file holds v2 batches end to end, exactly as on the wire. It is
 written through an ``O_APPEND`` descriptor with one ``os.write`` per batch and
 read with ``os.pread``/``sendfile`` on the same descriptor, which ``open_files``
-opens on use and closes when the segment has not been used for a while. Lookups never decode
-records: they binary-search the sparse offset index and then walk batch headers
-(61 bytes each, read in chunks) forward from the indexed position. The one
-exception is the timestamp lookup, which, like Kafka's
+opens on use and closes once the segment has not been used for a while. Lookups
+never decode records: they binary-search the sparse offset index and then walk
+batch headers (61 bytes each, read in chunks) forward from the indexed position.
+The one exception is the timestamp lookup, which, like Kafka's
 ``FileRecords.searchForTimestamp``, decodes the single batch that holds the answer.
 """
 

@@ -1,7 +1,8 @@
 """A broker under a low limit on open files (``RLIMIT_NOFILE``): far more segment files than
 descriptors, and clients that use up the rest.
 
-Each broker runs with soft = hard = 256, set in its process before Python starts. With
+Each broker starts with a soft limit of 128 and a hard one of 256, set in its process before
+Python starts; it raises the soft limit to 256 itself. With
 300 partitions of six segments each there are 5,400 segment and index files; every
 record produced is consumed back, and again after a SIGKILL and a restart, while the
 broker's descriptors (``/proc/<pid>/fd``) stay under the limit. Connections beyond the
@@ -35,17 +36,17 @@ TOPIC = "many"
 OUT_OF_FILES = "Cannot accept connections on listener PLAINTEXT: Too many open files"
 ACCEPTING_AGAIN = "Accepting connections on listener PLAINTEXT again"
 
-#: Run kpybroker with RLIMIT_NOFILE set to argv[1] (soft and hard), as ``ulimit -n`` would.
+#: Run kpybroker with RLIMIT_NOFILE's hard limit set to argv[1] and the soft one to half of it.
 _RUN_LIMITED = (
     "import resource, runpy, sys\n"
     "limit = int(sys.argv.pop(1))\n"
-    "resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))\n"
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (limit // 2, limit))\n"
     "runpy.run_module('kpybroker', run_name='__main__', alter_sys=True)\n"
 )
 
 
 class LimitedBroker(KpyBroker):
-    """``python -m kpybroker`` with at most ``limit`` open files."""
+    """``python -m kpybroker`` with at most ``limit`` open files (its hard limit)."""
 
     def __init__(self, base_dir: Path, limit: int, overrides: Overrides | None = None) -> None:
         super().__init__(base_dir, overrides)
@@ -84,6 +85,7 @@ class DescriptorWatch:
 
 @pytest.fixture
 def limited_broker(tmp_path: Path) -> Iterator[LimitedBroker]:
+    # Checkpoints every second: the descriptors they open briefly must be there too.
     broker = LimitedBroker(
         tmp_path / "broker", LIMIT, {"log.flush.offset.checkpoint.interval.ms": 1000}
     )
@@ -145,7 +147,7 @@ def test_far_more_segment_files_than_descriptors(limited_broker: LimitedBroker) 
     assert consume_everything(broker.bootstrap, len(acknowledged)) == acknowledged
     assert watch.stop() < LIMIT
     assert "Too many open files" not in broker.log_text()
-    assert f"open files limit (RLIMIT_NOFILE): soft {LIMIT}" in broker.log_text()
+    assert f"(RLIMIT_NOFILE): soft {LIMIT} (was {LIMIT // 2}), hard {LIMIT}" in broker.log_text()
 
 
 def api_versions(connection: RawConnection) -> int:
