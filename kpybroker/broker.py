@@ -54,6 +54,7 @@ from kpybroker.security.acls.authorizer import (
 from kpybroker.security.client_security import inter_broker_security
 from kpybroker.security.listener_security import ListenerSecurity, listener_security
 from kpybroker.security.scram_users import credential_lookup
+from kpybroker.server.acceptor import Acceptor
 from kpybroker.server.connection import ListenerSettings
 from kpybroker.server.connection_gate import ConnectionGate
 from kpybroker.server.idle_connections import close_idle_connections
@@ -132,7 +133,7 @@ class Broker:
         self.listener_security: dict[str, ListenerSecurity] = {}
         self.services: Services | None = None
         self.cluster_id: str | None = None
-        self.servers: list[asyncio.Server] = []
+        self.servers: list[Acceptor] = []
         self.metrics: BrokerMetrics | None = None
         self.http_listeners: list[HttpListener] = []
         self.console: Console | None = None

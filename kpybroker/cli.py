@@ -20,6 +20,7 @@ from pathlib import Path
 from kpybroker import __version__
 from kpybroker.broker import Broker
 from kpybroker.config import BrokerConfig, ConfigError, Listener
+from kpybroker.log.open_files import raise_open_files_limit
 
 log = logging.getLogger("kpybroker")
 
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     loop_name, loop_factory = event_loop_factory()
     log.info("kpybroker %s on Python %s (%s)", __version__, sys.version.split()[0], loop_name)
+    raise_open_files_limit()
     with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory) as loop:
         loop.run(run(config))
     return 0

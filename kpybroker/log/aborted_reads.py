@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from kpybroker.protocol.records import BATCH_HEADER_SIZE
 
 if TYPE_CHECKING:
+    from kpybroker.log.open_files import CachedFile
     from kpybroker.log.segment import Segment
     from kpybroker.log.transaction_index import AbortedTxn
 
@@ -43,11 +44,11 @@ def aborted_in_read(
     first: int,
     log_end_offset: int,
     fetch_offset: int,
-    fd: int,
+    log_file: CachedFile,
     end: int,
 ) -> list[AbortedTxn]:
     """The aborted transactions a consumer needs to filter a read from ``fetch_offset``
-    (in segment ``first``) that returned segment file ``fd`` up to position ``end``.
+    (in segment ``first``) that returned segment file ``log_file`` up to position ``end``.
 
     Without an abort marker at or after the fetch offset (a topic without aborted
     transactions) the answer is empty and nothing is read.
@@ -59,7 +60,7 @@ def aborted_in_read(
     ):
         return []
     # The read starts in the segment holding the fetch offset, or a later one after a gap.
-    index = next((i for i in range(first, len(segments)) if segments[i].fd == fd), None)
+    index = next((i for i in range(first, len(segments)) if segments[i].log_file is log_file), None)
     if index is None:  # not a slice of this log's segments: search up to the log end
         return collect_aborted(segments, first, fetch_offset, log_end_offset)
     segment = segments[index]

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from kpybroker.log.log_config import INT_MAX
+from kpybroker.log.open_files import OPEN_FILES
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +65,20 @@ class SparseIndex:
         max_entries: int,
         on_corrupt: Callable[[], None],
     ) -> None:
-        self.path = path
+        #: The write handle (only an active segment's index is written), opened on use.
+        self.file = OPEN_FILES.file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         self.base_offset = base_offset
         self.max_entries = max_entries
         self._on_corrupt = on_corrupt
-        self._fd = -1
         self._keys: array[int] | None = None
         self._values: array[int] | None = None
         # Entries written since the last fsync; flush() skips the fsync when none were.
         self._dirty = False
         path.touch(exist_ok=True)
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
 
     # -- loading ----------------------------------------------------------
 
@@ -162,12 +167,10 @@ class SparseIndex:
     def _append(self, key: int, value: int) -> None:
         """Write one entry; a failed or short write (disk full) leaves the file as it was."""
         keys, values = self._columns()
-        if self._fd < 0:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         entry = self._encode(key, value)
         self._dirty = True
         try:
-            if os.write(self._fd, entry) != len(entry):
+            if self.file.open().write(entry) != len(entry):
                 raise OSError(errno.ENOSPC, "short write", str(self.path))
         except OSError:
             self._truncate_file(len(keys))
@@ -194,23 +197,13 @@ class SparseIndex:
     def flush(self) -> None:
         """fsync the file if it changed since the last flush (through a short-lived
         descriptor when the write handle is closed)."""
-        if not self._dirty:
-            return
-        if self._fd >= 0:
-            os.fsync(self._fd)
-        else:
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        self._dirty = False
+        if self._dirty:
+            self.file.sync()
+            self._dirty = False
 
     def close(self) -> None:
         """Release the write handle; the entries stay readable (they are in memory)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self.file.close()
 
     def unload(self) -> None:
         """Forget the in-memory copy of an inactive segment's index (reloaded on use)."""
@@ -223,8 +216,7 @@ class SparseIndex:
 
     def rename(self, path: Path) -> None:
         """Move the file (compaction's ``.cleaned`` -> ``.swap`` -> final name steps)."""
-        os.replace(self.path, path)
-        self.path = path
+        self.file.rename(path)
 
     def relative(self, offset: int) -> int:
         return offset - self.base_offset

@@ -24,7 +24,6 @@ included, still happens here on the loop (see ``log_cleaner``).
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
 from bisect import bisect_left, bisect_right
@@ -40,6 +39,7 @@ from kpybroker.log.leader_epoch import LeaderEpochCache
 from kpybroker.log.log_config import LONG_MAX, LogConfig
 from kpybroker.log.metadata_files import read_partition_metadata, write_partition_metadata
 from kpybroker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX, delete_dir_name, stray_dir_name
+from kpybroker.log.open_files import CachedFile, OpenFile
 from kpybroker.log.produce_validator import (
     CheckedBatch,
     broker_batch,
@@ -83,17 +83,46 @@ def wall_clock_ms() -> int:
 class FileSlice(NamedTuple):
     """A byte range of a segment file, sent with ``os.sendfile(sock, fd, position, length)``.
 
-    The descriptor stays open for ``file.delete.delay.ms`` after its segment is
-    deleted, so a slice taken before a retention pass or truncation is still
-    readable while the response is written.
+    The slice holds the file's descriptor open (``open_files``) until the response
+    is written, however soon its segment is evicted from the cache, deleted by retention
+    or truncated.
     """
 
-    fd: int
+    file: OpenFile
     position: int
     length: int
 
+    @property
+    def fd(self) -> int:
+        return self.file.fd
+
+    @property
+    def source(self) -> CachedFile:
+        return self.file.source
+
     def read(self) -> bytes:
-        return os.pread(self.fd, self.length, self.position)
+        return self.file.pread(self.length, self.position)
+
+
+class CopiedSlice(NamedTuple):
+    """A byte range of a segment file read into memory: what a read returns when reads in
+    flight already hold as many descriptors as the log may keep open (``open_files``)."""
+
+    source: CachedFile
+    position: int
+    length: int
+    data: bytes
+
+    def read(self) -> bytes:
+        return self.data
+
+
+def slice_of(segment: Segment, position: int, length: int) -> FileSlice | CopiedSlice:
+    """``length`` bytes of ``segment`` from ``position``, for sendfile while descriptors allow."""
+    file = segment.open_log()
+    if segment.log_file.has_room:
+        return FileSlice(file, position, length)
+    return CopiedSlice(segment.log_file, position, length, file.pread(length, position))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +133,7 @@ class ReadResult:
     stops at the end of the segment it started in.
     """
 
-    parts: tuple[FileSlice, ...]
+    parts: tuple[FileSlice | CopiedSlice, ...]
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
@@ -416,7 +445,7 @@ class PartitionLog:
                 f"offset {fetch_offset} is outside [{self.log_start_offset}, "
                 f"{self.log_end_offset}] of {self.name}",
             )
-        parts: tuple[FileSlice, ...] = ()
+        parts: tuple[FileSlice | CopiedSlice, ...] = ()
         i = self._segment_index(fetch_offset)
         while fetch_offset < max_offset and i < len(self.segments):
             segment = self.segments[i]
@@ -432,7 +461,7 @@ class PartitionLog:
             if end == start and min_one_message and start + header.size <= limit:
                 end = start + header.size
             if end > start:
-                parts = (FileSlice(segment.fd, start, end - start),)
+                parts = (slice_of(segment, start, end - start),)
             break
         return ReadResult(parts, self.high_watermark, self.log_start_offset, self.log_end_offset)
 
@@ -531,7 +560,7 @@ class PartitionLog:
         end = part.position + part.length
         first = self._segment_index(fetch_offset)
         return aborted_in_read(
-            self.segments, first, self.log_end_offset, fetch_offset, part.fd, end
+            self.segments, first, self.log_end_offset, fetch_offset, part.source, end
         )
 
     # -- removing data ----------------------------------------------------------

@@ -25,7 +25,6 @@ below the first such segment.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
@@ -302,7 +301,7 @@ def rebuild_producer_state(
             continue
         marker = None
         if header.is_control:
-            marker = read_marker(os.pread(segment.fd, header.size, position))
+            marker = read_marker(segment.read(position, header.size))
         index = segment.txn_index if header.base_offset >= reindex else None
         producer_state.update(header, marker, index)
     log.debug(

@@ -3,10 +3,11 @@ aborts in it, ``.txnindex`` (Kafka's ``LogSegment``).
 
 The ``.log`` file holds v2 batches end to end, exactly as on the wire. It is
 written through an ``O_APPEND`` descriptor with one ``os.write`` per batch and
-read with ``os.pread``/``sendfile`` on the same descriptor. Lookups never decode
-records: they binary-search the sparse offset index and then walk batch headers
-(61 bytes each, read in chunks) forward from the indexed position. The one
-exception is the timestamp lookup, which, like Kafka's
+read with ``os.pread``/``sendfile`` on the same descriptor, which ``open_files``
+opens on use and closes once the segment has not been used for a while. Lookups
+never decode records: they binary-search the sparse offset index and then walk
+batch headers (61 bytes each, read in chunks) forward from the indexed position.
+The one exception is the timestamp lookup, which, like Kafka's
 ``FileRecords.searchForTimestamp``, decodes the single batch that holds the answer.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,6 +29,7 @@ from kpybroker.log.names import (
     TXN_INDEX_SUFFIX,
     segment_file,
 )
+from kpybroker.log.open_files import OPEN_FILES, OpenFile
 from kpybroker.log.time_index import NO_TIMESTAMP, TimeIndex
 from kpybroker.log.transaction_index import TransactionIndex
 from kpybroker.protocol.errors import KafkaError
@@ -49,15 +52,18 @@ _HEADER_SCAN_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 4 * 1024 * 1024
 
 
-def walk_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
-    """``(position, header)`` of each whole batch in ``fd`` from ``start`` (a boundary) to
-    ``end``, reading headers in chunks; a partial batch at the end is not yielded."""
+def walk_headers(
+    pread: Callable[[int, int], bytes], start: int, end: int
+) -> Iterator[tuple[int, BatchHeader]]:
+    """``(position, header)`` of each whole batch of a file from ``start`` (a boundary) to
+    ``end``, reading headers in chunks with ``pread(size, position)``; a partial batch at the
+    end is not yielded."""
     chunk = b""
     chunk_start = position = start
     while end - position >= BATCH_HEADER_SIZE:
         rel = position - chunk_start
         if rel + BATCH_HEADER_SIZE > len(chunk):
-            chunk = os.pread(fd, min(_HEADER_SCAN_CHUNK, end - position), position)
+            chunk = pread(min(_HEADER_SCAN_CHUNK, end - position), position)
             chunk_start, rel = position, 0
         header = parse_header(chunk, rel)
         if position + header.size > end:
@@ -72,7 +78,7 @@ def read_next_offset(path: Path, base_offset: int) -> int:
     fd = os.open(path, os.O_RDONLY)
     try:
         next_offset = base_offset
-        for _, header in walk_headers(fd, 0, os.fstat(fd).st_size):
+        for _, header in walk_headers(partial(os.pread, fd), 0, os.fstat(fd).st_size):
             next_offset = header.last_offset + 1
         return next_offset
     finally:
@@ -113,13 +119,17 @@ class Segment:
         compaction (``.cleaned``, ``.swap``); see ``change_file_suffixes``.
         """
         self.base_offset = base_offset
-        self.log_path = segment_file(directory, base_offset, LOG_SUFFIX, file_suffix)
+        self.log_file = OPEN_FILES.file(
+            segment_file(directory, base_offset, LOG_SUFFIX, file_suffix), os.O_RDWR | os.O_APPEND
+        )
         index_path = segment_file(directory, base_offset, INDEX_SUFFIX, file_suffix)
         time_index_path = segment_file(directory, base_offset, TIME_INDEX_SUFFIX, file_suffix)
         self.indexes_missing = not create and not (index_path.exists() and time_index_path.exists())
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
-        self.fd = os.open(self.log_path, flags, 0o644)
-        self.size = os.fstat(self.fd).st_size
+        if create:
+            self.log_file.open(create=True)
+            self.size = 0
+        else:
+            self.size = self.log_path.stat().st_size
         self.offset_index = OffsetIndex(
             index_path, base_offset, config.max_offset_index_entries, self.rebuild_indexes
         )
@@ -139,6 +149,14 @@ class Segment:
     def __repr__(self) -> str:
         return f"Segment(base_offset={self.base_offset}, size={self.size})"
 
+    @property
+    def log_path(self) -> Path:
+        return self.log_file.path
+
+    def open_log(self) -> OpenFile:
+        """The ``.log`` file's descriptor; held by whoever makes several calls on it."""
+        return self.log_file.open()
+
     # -- appending ----------------------------------------------------------
 
     def append(
@@ -153,12 +171,13 @@ class Segment:
         """
         position = self.size
         view = memoryview(batch)
+        file = self.log_file.open()
         try:
             while view:
-                view = view[os.write(self.fd, view) :]
+                view = view[file.write(view) :]
             self._index_batch(position, len(batch), last_offset, max_timestamp)
         except OSError:
-            os.ftruncate(self.fd, position)
+            file.truncate(position)
             self.offset_index.truncate_to(last_offset)
             self.time_index.truncate_to(last_offset)
             raise
@@ -204,7 +223,7 @@ class Segment:
 
     @property
     def last_modified_ms(self) -> int:
-        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+        return self.log_path.stat().st_mtime_ns // 1_000_000
 
     def set_last_modified(self, ms: int) -> None:
         """Give the ``.log`` file this mtime (a compacted segment keeps its source's)."""
@@ -255,12 +274,16 @@ class Segment:
 
     # -- reading ------------------------------------------------------------
 
+    def read(self, position: int, size: int) -> bytes:
+        return self.log_file.open().pread(size, position)
+
     def read_header(self, position: int) -> BatchHeader:
-        return parse_header(os.pread(self.fd, BATCH_HEADER_SIZE, position))
+        return parse_header(self.read(position, BATCH_HEADER_SIZE))
 
     def headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
         """``(position, header)`` of each whole batch from ``start`` (a boundary) to ``end``."""
-        return walk_headers(self.fd, start, self.size if end is None else end)
+        # The bound method holds the descriptor open until the walk ends.
+        return walk_headers(self.log_file.open().pread, start, self.size if end is None else end)
 
     def batches(
         self, start: int = 0, chunk_size: int = _RECOVERY_CHUNK
@@ -271,15 +294,16 @@ class Segment:
         is checked: a batch that runs past the end of the file comes with the
         bytes that are there, for the caller to reject.
         """
+        file = self.log_file.open()
         chunk = b""
         chunk_start = position = start
         while position < self.size:
             rel = position - chunk_start
             if rel + BATCH_HEADER_SIZE > len(chunk):
-                chunk, chunk_start, rel = os.pread(self.fd, chunk_size, position), position, 0
+                chunk, chunk_start, rel = file.pread(chunk_size, position), position, 0
             header = parse_header(chunk, rel)
             if rel + header.size > len(chunk):
-                chunk = os.pread(self.fd, max(chunk_size, header.size), position)
+                chunk = file.pread(max(chunk_size, header.size), position)
                 chunk_start, rel = position, 0
             yield position, header, memoryview(chunk)[rel : rel + header.size]
             position += header.size
@@ -343,7 +367,7 @@ class Segment:
         if header.timestamp_type == LOG_APPEND_TIME:
             # Every record carries the batch's maxTimestamp: no need to decode.
             return TimestampOffset(header.max_timestamp, max(header.base_offset, starting_offset))
-        for record in iter_records(os.pread(self.fd, header.size, position)):
+        for record in iter_records(self.read(position, header.size)):
             if record.timestamp >= timestamp and record.offset >= starting_offset:
                 return TimestampOffset(record.timestamp, record.offset)
         return None
@@ -444,7 +468,7 @@ class Segment:
         return best
 
     def _truncate_file(self, size: int) -> None:
-        os.ftruncate(self.fd, size)
+        self.log_file.open().truncate(size)
         self.size = size
 
     # -- durability and lifetime -------------------------------------------
@@ -452,7 +476,7 @@ class Segment:
     def flush(self) -> None:
         """Make the batches durable: fdatasync (data and size; the mtime can wait), then the
         indexes if they changed."""
-        os.fdatasync(self.fd)
+        self.log_file.sync(data_only=True)
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
@@ -462,10 +486,8 @@ class Segment:
         self.release()
 
     def release(self) -> None:
-        """Close the ``.log`` descriptor (after any reader holding a FileSlice is done with it)."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        """Let the ``.log`` descriptor go (it closes once no reader holds a FileSlice of it)."""
+        self.log_file.close()
 
     def change_file_suffixes(self, old: str, new: str) -> None:
         """Rename the ``.log`` and the indexes from suffix ``old`` to ``new`` (Kafka's method).
@@ -474,16 +496,12 @@ class Segment:
         rebuilds indexes it cannot trust.
         """
         for path, rename in (
-            (self.log_path, self._rename_log),
+            (self.log_path, self.log_file.rename),
             (self.offset_index.path, self.offset_index.rename),
             (self.time_index.path, self.time_index.rename),
             (self.txn_index.path, self.txn_index.rename),
         ):
             rename(path.with_name(path.name.removesuffix(old) + new))
-
-    def _rename_log(self, path: Path) -> None:
-        os.replace(self.log_path, path)
-        self.log_path = path
 
     def delete_files(self) -> None:
         """Unlink the segment's files; the descriptor stays readable until ``release``."""

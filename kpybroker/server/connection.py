@@ -32,6 +32,7 @@ from typing import Any
 
 from kpybroker.apis.api_versions import answer_before_authentication
 from kpybroker.apis.support.context import Services
+from kpybroker.log.partition_log import FileSlice
 from kpybroker.protocol._codec import DecodeError
 from kpybroker.protocol.framing import FrameDecoder, FrameTooLargeError
 from kpybroker.security.listener_security import PLAINTEXT, ListenerSecurity
@@ -385,10 +386,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if part:
                     run.append(part)
                 continue
-            self.write_buffers(run)
-            run = []
             for piece in part.parts:
-                await self.send_file_range(piece.fd, piece.position, piece.length)
+                if isinstance(piece, FileSlice):
+                    self.write_buffers(run)
+                    run = []
+                    # ``piece`` holds its file open until this returns, however slowly
+                    # the client reads (open_files closes it with its last reference).
+                    await self.send_file_range(piece.fd, piece.position, piece.length)
+                else:
+                    run.append(piece.read())  # copied: the log was short of descriptors
         self.write_buffers(run)
 
     def write_buffers(self, buffers: list[Any]) -> None:
@@ -396,34 +402,26 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.transport.writelines(buffers)
 
     async def send_file_range(self, fd: int, position: int, length: int) -> None:
-        """Send a range of a segment file. While the client catches up, the file is held
-        open by a descriptor of our own: its segment's closes after
-        ``file.delete.delay.ms`` once it is deleted, and a slow client may take longer."""
+        """Send a range of a segment file (whose slice the caller holds, and with it the
+        descriptor, however long the client takes)."""
         transport = self.transport
-        own_fd: int | None = None
-        try:
-            while length > 0 and not self.closed:
-                if not self.can_write.is_set():
-                    if own_fd is None:
-                        fd = own_fd = os.dup(fd)
-                    await self.can_write.wait()
-                    continue
-                if self.sock_fd >= 0 and transport.get_write_buffer_size() == 0:
-                    try:
-                        sent = os.sendfile(self.sock_fd, fd, position, length)
-                    except (BlockingIOError, InterruptedError):
-                        sent = 0
-                    except (BrokenPipeError, ConnectionResetError):
-                        self.close()  # the client went away mid-response: an ordinary disconnect
-                        return
-                    position, length = position + sent, length - sent
-                if length > 0:
-                    chunk = min(length, FILE_CHUNK)
-                    transport.write(os.pread(fd, chunk, position))
-                    position, length = position + chunk, length - chunk
-        finally:
-            if own_fd is not None:
-                os.close(own_fd)
+        while length > 0 and not self.closed:
+            if not self.can_write.is_set():
+                await self.can_write.wait()
+                continue
+            if self.sock_fd >= 0 and transport.get_write_buffer_size() == 0:
+                try:
+                    sent = os.sendfile(self.sock_fd, fd, position, length)
+                except (BlockingIOError, InterruptedError):
+                    sent = 0
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close()  # the client went away mid-response: an ordinary disconnect
+                    return
+                position, length = position + sent, length - sent
+            if length > 0:
+                chunk = min(length, FILE_CHUNK)
+                transport.write(os.pread(fd, chunk, position))
+                position, length = position + chunk, length - chunk
 
     def close(self) -> None:
         if not self.closed:

@@ -1,11 +1,13 @@
-"""Open a server socket for each configured listener."""
+"""Open a server socket for each configured listener (``acceptor`` accepts on them)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 
 from kpybroker.apis.support.context import Services
+from kpybroker.server.acceptor import Acceptor
 from kpybroker.server.connection import KafkaConnection, ListenerSettings
 from kpybroker.server.tls import tls_server_protocol
 
@@ -28,28 +30,51 @@ async def start_listener(
     host: str,
     port: int,
     backlog: int,
-) -> asyncio.Server:
+) -> Acceptor:
     """Listen on ``host:port`` (all interfaces when host is empty; port 0 picks a free one).
 
     Each accepted connection is kept in ``open_connections`` while it is open, so
     that the broker can close them all when it stops. The kernel queues at least
     ``MIN_ACCEPT_QUEUE`` connections for the event loop to accept (see there).
+    Connections are accepted once the returned acceptor's ``start_serving`` is called.
     """
-    loop = asyncio.get_running_loop()
     tls = settings.security.tls
 
     def new_connection() -> asyncio.BaseProtocol:
         connection = KafkaConnection(services, open_connections, settings)
         return connection if tls is None else tls_server_protocol(connection, tls)
 
-    server = await loop.create_server(
-        new_connection,
-        host or None,
-        port,
-        reuse_address=True,
-        backlog=accept_queue(backlog),
+    sockets = await bind(host, port, accept_queue(backlog))
+    return Acceptor(settings.name, sockets, new_connection)
+
+
+async def bind(host: str, port: int, backlog: int) -> list[socket.socket]:
+    """A listening socket for each address of ``host`` (every interface when empty), as
+    ``loop.create_server`` binds them: ``SO_REUSEADDR``, IPv6 sockets IPv6 only."""
+    infos = await asyncio.get_running_loop().getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )
-    return server  # asyncio and uvloop both set TCP_NODELAY on accepted sockets
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                raise OSError(
+                    exc.errno, f"error while attempting to bind on address {address!r}: {exc}"
+                ) from None
+            sock.listen(backlog)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
 
 
 def accept_queue(backlog: int) -> int:
@@ -58,5 +83,5 @@ def accept_queue(backlog: int) -> int:
     return max(backlog, MIN_ACCEPT_QUEUE)
 
 
-def bound_port(server: asyncio.Server) -> int:
+def bound_port(server: Acceptor) -> int:
     return server.sockets[0].getsockname()[1]

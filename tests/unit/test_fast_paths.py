@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kpybroker.cluster.partition import Transition
+from kpybroker.log.open_files import OpenFiles
 from kpybroker.log.partition_log import FileSlice, ReadResult
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.framing import FrameDecoder
@@ -92,7 +93,7 @@ def test_a_response_is_one_writelines_per_run_of_buffers_and_sendfile_between(
 ) -> None:
     path = tmp_path / "segment.log"
     path.write_bytes(b"0123456789")
-    fd = os.open(path, os.O_RDONLY)
+    segment_file = OpenFiles(capacity=1).file(path, os.O_RDONLY)
     ours, theirs = socket.socketpair()
     try:
         conn = KafkaConnection(
@@ -100,7 +101,7 @@ def test_a_response_is_one_writelines_per_run_of_buffers_and_sendfile_between(
         )
         conn.transport = RecordingTransport()  # type: ignore[assignment]
         conn.sock_fd = ours.fileno()
-        records = ReadResult((FileSlice(fd, 2, 5),), 0, 0, 0)
+        records = ReadResult((FileSlice(segment_file.open(), 2, 5),), 0, 0, 0)
         asyncio.run(conn.write_parts([b"size+header", bytearray(b"body"), b"", records, b"tail"]))
         assert conn.transport.calls == [  # type: ignore[attr-defined]
             ("writelines", [b"size+header", b"body"]),
@@ -108,7 +109,7 @@ def test_a_response_is_one_writelines_per_run_of_buffers_and_sendfile_between(
         ]
         assert theirs.recv(100) == b"23456"  # sent by sendfile, between the two runs
     finally:
-        os.close(fd)
+        segment_file.close()
         ours.close()
         theirs.close()
 

@@ -42,7 +42,7 @@ def test_the_durable_setting_fsyncs_every_append_before_it_returns(tmp_path, mon
     monkeypatch.setattr(segment.os, "fdatasync", lambda fd: (synced.append(fd), real(fd)))
     for expected in (1, 2, 3):
         log.append(batch(2), 0)
-        assert len(synced) == expected and synced[-1] == log.active_segment.fd
+        assert len(synced) == expected and synced[-1] == log.active_segment.open_log().fd
         assert log.recovery_point == log.log_end_offset  # a crash now loses nothing
 
 

@@ -75,7 +75,7 @@ def test_reads_are_whole_batches_within_max_bytes(tmp_path) -> None:
     result = log.read(0, size * 3 + size // 2, log.log_end_offset)
     assert len(result) == size * 3
     assert [r.offset for r in records(result)] == list(range(9))
-    assert len(result.parts) == 1 and result.parts[0].fd == log.segments[0].fd
+    assert len(result.parts) == 1 and result.parts[0].file.source is log.segments[0].log_file
 
 
 def test_min_one_message_returns_a_batch_larger_than_max_bytes(tmp_path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kpybroker.config import BrokerConfig, ConfigError
+from kpybroker.log.open_files import OpenFiles
 from kpybroker.log.partition_log import FileSlice, ReadResult
 from kpybroker.protocol.framing import FrameDecoder
 from kpybroker.server.connection import FILE_CHUNK, KafkaConnection, ListenerSettings
@@ -203,24 +204,28 @@ class FullBufferTransport:
         return 1
 
 
-def test_a_slow_reader_gets_a_file_range_a_chunk_at_a_time_even_after_its_segment_closes(
+def test_a_slow_reader_gets_a_file_range_a_chunk_at_a_time_even_after_its_file_is_evicted(
     tmp_path: Path,
 ) -> None:
     """Only FILE_CHUNK of a Fetch's records is in memory per write, and the range stays
-    readable once its segment's descriptor is closed (file.delete.delay.ms ran out)."""
+    readable once the cache of open files has let go of its segment's file."""
     data = os.urandom(2 * FILE_CHUNK + 1000)
-    path = tmp_path / "segment.log"
+    path, other = tmp_path / "segment.log", tmp_path / "other.log"
     path.write_bytes(data)
-    fd = os.open(path, os.O_RDONLY)
+    other.write_bytes(b"x")
+    files = OpenFiles(capacity=1)
     connection = KafkaConnection(None, set(), ListenerSettings("L", 100))  # type: ignore[arg-type]
     transport = connection.transport = FullBufferTransport(connection)  # type: ignore[assignment]
 
     async def client_reads_slowly() -> None:
-        records = ReadResult((FileSlice(fd, 0, len(data)),), 0, 0, 0)
+        records = ReadResult(
+            (FileSlice(files.file(path, os.O_RDONLY).open(), 0, len(data)),), 0, 0, 0
+        )
         writing = asyncio.create_task(connection.write_parts([b"header", records]))
+        del records
         await asyncio.sleep(0)
         assert transport.writes == [b"header"]  # and the range waits for room
-        os.close(fd)  # the segment is gone
+        files.file(other, os.O_RDONLY).open()  # the segment's file leaves the cache
         while not writing.done():
             connection.resume_writing()
             await asyncio.sleep(0)

@@ -1,0 +1,69 @@
+"""The acceptor on asyncio's own event loop (the integration tests run uvloop): out of
+descriptors, accepting is logged once, backs off and resumes; waiting connections are kept."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import resource
+import socket
+
+import pytest
+
+from kpybroker.server import acceptor
+from kpybroker.server.acceptor import Acceptor
+from kpybroker.server.listener import bind
+
+WAITING = 5
+
+
+def lowest_free_descriptor() -> int:
+    fd = os.dup(0)
+    os.close(fd)
+    return fd
+
+
+class Accepted(asyncio.Protocol):
+    def __init__(self, connections: list[asyncio.BaseTransport]) -> None:
+        self.connections = connections
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.connections.append(transport)
+
+
+async def accept_while_out_of_descriptors(caplog: pytest.LogCaptureFixture) -> int:
+    connections: list[asyncio.BaseTransport] = []
+    server = Acceptor("TEST", await bind("127.0.0.1", 0, 16), lambda: Accepted(connections))
+    port = server.sockets[0].getsockname()[1]
+    # The kernel completes these handshakes; the event loop has not run to accept them.
+    clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(WAITING)]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        # No new descriptor fits below the soft limit: every accept fails with EMFILE.
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free_descriptor(), hard))
+        await server.start_serving()
+        while "Cannot accept" not in caplog.text:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(10 * acceptor.ACCEPT_BACKOFF_S)  # retried, and failing, meanwhile
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    while len(connections) < WAITING:
+        await asyncio.sleep(0.01)
+    server.close()
+    for client in clients:
+        client.close()
+    for connection in connections:
+        connection.close()
+    return len(connections)
+
+
+def test_out_of_descriptors_is_logged_once_and_the_waiting_connections_are_accepted_after(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(acceptor, "ACCEPT_BACKOFF_S", 0.02)
+    caplog.set_level(logging.INFO, logger=acceptor.__name__)
+    assert asyncio.run(accept_while_out_of_descriptors(caplog)) == WAITING
+    failed = [r for r in caplog.records if r.getMessage().startswith("Cannot accept")]
+    assert len(failed) == 1 and "Too many open files" in failed[0].getMessage()
+    assert "Accepting connections on listener TEST again" in caplog.text
