@@ -116,8 +116,7 @@ def load_log(
             log_end_offset,
         )
         log_start_offset = log_end_offset
-    epoch_cache.truncate_from_end(log_end_offset)
-    epoch_cache.truncate_from_start(log_start_offset)
+    epoch_cache.fit_to_log(log_start_offset, log_end_offset)
     for segment in segments[:-1]:
         segment.offset_index.unload()
         segment.time_index.unload()
