@@ -95,6 +95,15 @@ class ShareCase:
 
 
 @dataclass(frozen=True)
+class StartupPlan:
+    """Workload 12: the partitions of its populated case, and the warm starts of each case
+    per broker and round (each a sample), after the one cold start."""
+
+    partitions: int
+    warm_starts: int
+
+
+@dataclass(frozen=True)
 class Plan:
     """Sizes of every workload of one run."""
 
@@ -138,6 +147,8 @@ class Plan:
     share_runs_per_round: int
     #: Whether an unrecorded share-group run precedes workload 11 on each broker.
     share_warmup: bool
+    #: Workload 12.
+    startup: StartupPlan
 
     @property
     def scale_partitions(self) -> int:
@@ -182,6 +193,7 @@ FULL = Plan(
     share_case=ShareCase(200_000, 100, 4),
     share_runs_per_round=3,
     share_warmup=True,
+    startup=StartupPlan(partitions=1_000, warm_starts=4),
 )
 
 QUICK = Plan(
@@ -214,6 +226,7 @@ QUICK = Plan(
     share_case=ShareCase(20_000, 100, 4),
     share_runs_per_round=1,
     share_warmup=False,
+    startup=StartupPlan(partitions=20, warm_starts=1),
 )
 
 #: Workload 10: how often group members heartbeat, with either protocol (the classic

@@ -11,6 +11,7 @@ protocol, as its members see them; it has no targets either. Workload 11 reads o
 partition with four share consumers of a share group (KIP-932), with Kafka's
 ShareConsumerPerformance; it is the one step allowed to fail on a broker (kpybroker's
 share groups are new): the failure is recorded and reported, and the run goes on.
+Workload 12 (``startup``) starts brokers of its own, again and again, to time start-up.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from benchlib.secured import (
     authorize_user,
     secured_listeners,
 )
+from benchlib.startup import W12
 from tests.helpers.secure_broker import Credentials
 
 T = TypeVar("T")
@@ -59,7 +61,7 @@ W11 = "11 share-group consume"
 
 #: ``--only``'s names for the workloads: what each selects.
 SELECTIONS: dict[str, tuple[str, ...]] = {
-    "startup": (STARTUP,),
+    "startup": (STARTUP, W12),
     "produce-consume": (W1, W2),
     "e2e": (W3,),
     "librdkafka": (W4,),
@@ -72,6 +74,8 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
 ALL_WORKLOADS: frozenset[str] = frozenset(w for ws in SELECTIONS.values() for w in ws)
 #: The workloads run against the brokers restarted with the security settings.
 SECURED_WORKLOADS: frozenset[str] = frozenset(SELECTIONS["security"])
+#: The workloads that start brokers of their own, again and again.
+OWN_BROKERS: frozenset[str] = SECURED_WORKLOADS | {W12}
 
 #: What workload 7's ConsumerPerformance reads with (its ``--consumer.config``).
 READ_COMMITTED = {"isolation.level": "read_committed"}
