@@ -13,6 +13,9 @@ import subprocess
 import sys
 
 SECURITY_ONLY = ("cryptography", "jwt", "urllib.request", "http.client")
+#: ZooKeeper's client (only with ``zookeeper.connect``), and what the crc32c package's
+#: ``__init__`` imports (kpybroker.protocol.crc imports it at the first CRC).
+NOT_AT_START = ("kazoo", "crc32c", "importlib.metadata")
 CODECS = "kpybroker.protocol.messages.codecs."
 
 
@@ -27,6 +30,10 @@ def modules_loaded_by_the_broker_command() -> set[str]:
 
 def test_starting_the_broker_loads_no_tls_or_jwks_library() -> None:
     assert modules_loaded_by_the_broker_command() & set(SECURITY_ONLY) == set()
+
+
+def test_starting_the_broker_loads_no_zookeeper_client_nor_crc_library() -> None:
+    assert modules_loaded_by_the_broker_command() & set(NOT_AT_START) == set()
 
 
 def test_starting_the_broker_loads_no_message_codecs() -> None:
