@@ -304,8 +304,10 @@ def method_lines(info: RunInfo) -> list[str]:
         "timed as above: with an empty data directory (a new one each time), and with "
         f"{plan.startup.partitions:,} partitions (created with the admin client, the broker "
         "then stopped cleanly, and restarted). Each case has one cold start, then "
-        f"{plan.startup.warm_starts} warm ones. Cold is the first start after installation: "
-        "kpybroker with an empty bytecode cache, so it compiles every module it imports (as "
+        f"{plan.startup.warm_starts} warm start(s); each start also records the broker's CPU "
+        "time until it answered, read from `/proc` just after the answer. Cold is the first "
+        "start after installation: kpybroker with an empty bytecode cache, so it compiles "
+        "every module it imports (as "
         "each start does under `PYTHONDONTWRITEBYTECODE`); Kafka has no such cache of its own, "
         "so its cold start is its first in the round. The OS page cache is not dropped "
         "(that needs root and slows everything else on the machine).",
