@@ -38,7 +38,6 @@ from kpybroker.metadata.entity_configs import IP, Entity, EntityConfigs
 from kpybroker.metadata.model import ChangeKind, Endpoint, MetadataChange
 from kpybroker.metadata.store import MetadataStore
 from kpybroker.metadata.znodes import DEFAULT_BROKER_ENTITY
-from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
 from kpybroker.metrics.broker_metrics import BrokerMetrics
 from kpybroker.producer_ids import ProducerIdManager
 from kpybroker.quotas.connection_quotas import ConnectionQuotas
@@ -88,6 +87,9 @@ def open_metadata_store(config: BrokerConfig) -> MetadataStore:
     directory (``metadata.log.dir``, else the first log dir)."""
     connect = config.get_str("zookeeper.connect")
     if connect:
+        # Here, not at the top: kazoo costs every other broker 15 ms of start-up.
+        from kpybroker.metadata.zookeeper import ZooKeeperMetadataStore
+
         connection = "zookeeper.connection.timeout.ms"  # unset: the session timeout
         return ZooKeeperMetadataStore(
             connect,

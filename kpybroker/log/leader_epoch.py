@@ -38,6 +38,9 @@ class LeaderEpochCache:
             entries = []
         for epoch, start in entries:
             self._assign(epoch, start)
+        #: What the checkpoint file holds: every change is written through and fsynced, and
+        #: a write that would leave the file as it is is skipped.
+        self._in_file = list(entries)
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -112,21 +115,42 @@ class LeaderEpochCache:
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop epochs starting at or after ``end_offset`` (the log was truncated there)."""
-        keep = bisect_left(self._starts, end_offset)
-        if keep < len(self._starts):
-            del self._epochs[keep:], self._starts[keep:]
+        if self._drop_from_end(end_offset):
             self._write_after_truncation()
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop epochs wholly below ``start_offset``; the one spanning it now starts there."""
+        if self._drop_from_start(start_offset):
+            self._write_after_truncation()
+
+    def fit_to_log(self, log_start_offset: int, log_end_offset: int) -> None:
+        """Loading: keep only the epochs of the log as loaded, leaving the file as it is.
+
+        Every load fits the cache to the log again, so entries the file still has past
+        either end do no harm, and the next change rewrites the file. This matters at
+        start-up: an empty partition's entry (its epoch, starting at its end) is dropped
+        here and assigned again when the partition becomes leader, and writing the file
+        both times would cost two fsyncs per partition, seconds for a thousand of them.
+        """
+        self._drop_from_end(log_end_offset)
+        self._drop_from_start(log_start_offset)
+
+    def _drop_from_end(self, end_offset: int) -> bool:
+        keep = bisect_left(self._starts, end_offset)
+        if keep == len(self._starts):
+            return False
+        del self._epochs[keep:], self._starts[keep:]
+        return True
+
+    def _drop_from_start(self, start_offset: int) -> bool:
         drop = bisect_right(self._starts, start_offset)
         if drop == 0 or (drop == 1 and self._starts[0] == start_offset):
-            return
+            return False
         epoch = self._epochs[drop - 1]
         del self._epochs[:drop], self._starts[:drop]
         self._epochs.insert(0, epoch)
         self._starts.insert(0, start_offset)
-        self._write_after_truncation()
+        return True
 
     def clear(self) -> None:
         if self._epochs:
@@ -135,7 +159,10 @@ class LeaderEpochCache:
             self._write()
 
     def _write(self) -> None:
-        write_epoch_checkpoint(self.path, self.entries)
+        entries = self.entries
+        if entries != self._in_file:
+            write_epoch_checkpoint(self.path, entries)
+            self._in_file = entries
 
     def _write_after_truncation(self) -> None:
         """Write a truncation, tolerating a full disk: unlike a new epoch it need not be

@@ -53,14 +53,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from crc32c import crc32c
-
 from kpybroker.log.checkpoint import atomic_write
 from kpybroker.log.control_batches import EndTxnMarker
 from kpybroker.log.log_config import INT_MAX
-from kpybroker.log.names import SNAPSHOT_SUFFIX, offset_from_filename, segment_file
+from kpybroker.log.names import SNAPSHOT_SUFFIX, names_ending, offset_from_filename, segment_file
 from kpybroker.log.transaction_index import AbortedTxn, TransactionIndex
 from kpybroker.log.transactions import CompletedTxn, TxnTracker
+from kpybroker.protocol.crc import crc32c
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import BatchHeader
 
@@ -359,12 +358,8 @@ class ProducerStateManager:
 
     def snapshot_offsets(self) -> list[int]:
         """Offsets of the snapshot files present, ascending."""
-        offsets = []
-        for path in self.directory.glob("*" + SNAPSHOT_SUFFIX):
-            offset = offset_from_filename(path.name)
-            if offset is not None:
-                offsets.append(offset)
-        return sorted(offsets)
+        offsets = map(offset_from_filename, names_ending(self.directory, SNAPSHOT_SUFFIX))
+        return sorted(offset for offset in offsets if offset is not None)
 
     def snapshot_path(self, offset: int) -> Path:
         return segment_file(self.directory, offset, SNAPSHOT_SUFFIX)

@@ -44,6 +44,7 @@ from kpybroker.log.names import (
     TEMP_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
+    names_ending,
     offset_from_filename,
 )
 from kpybroker.log.producer_state import ProducerStateManager
@@ -81,7 +82,7 @@ def load_log(
     started = time.monotonic()
     swapped = _complete_swaps(directory, _remove_temp_files_and_collect_swaps(directory))
     _remove_orphan_indexes(directory)
-    names = (path.name for path in directory.glob("*" + LOG_SUFFIX))
+    names = names_ending(directory, LOG_SUFFIX)
     bases = sorted(o for o in map(offset_from_filename, names) if o is not None)
     segments = [Segment(directory, base, config, now_ms) for base in bases]
     if not segments:
@@ -115,8 +116,7 @@ def load_log(
             log_end_offset,
         )
         log_start_offset = log_end_offset
-    epoch_cache.truncate_from_end(log_end_offset)
-    epoch_cache.truncate_from_start(log_start_offset)
+    epoch_cache.fit_to_log(log_start_offset, log_end_offset)
     for segment in segments[:-1]:
         segment.offset_index.unload()
         segment.time_index.unload()
@@ -226,7 +226,7 @@ def _file_offset(path: Path) -> int:
 
 def _remove_orphan_indexes(directory: Path) -> None:
     """Delete index files whose ``.log`` is gone (Kafka's ``loadSegmentFiles`` does too)."""
-    logs = {p.name.split(".", 1)[0] for p in directory.glob("*" + LOG_SUFFIX)}
+    logs = {name.split(".", 1)[0] for name in names_ending(directory, LOG_SUFFIX)}
     for path in directory.iterdir():
         name = path.name
         if name.endswith(_INDEX_SUFFIXES) and name.split(".", 1)[0] not in logs:

@@ -9,7 +9,9 @@ instead of yielding a short value.
 
 from __future__ import annotations
 
+import importlib
 import struct
+from collections.abc import Callable
 from typing import Any
 
 I8 = struct.Struct(">b")
@@ -29,6 +31,25 @@ class DecodeError(ValueError):
 
 class UnsupportedVersionError(DecodeError):
     """The message has no codec for the requested version."""
+
+
+def codec_loader(module: str) -> Callable[[dict[int, Any], int, str], Any]:
+    """``load(table, version, name)``: the codec of ``name`` at ``version`` from ``table``,
+    once ``module``, which fills the table, is imported; UnsupportedVersionError if none.
+
+    A message module's encoders and decoders are three quarters of its code, so they are in
+    a module of their own (``messages/codecs/``), imported at the first encode or decode:
+    starting a broker then loads the codecs of the APIs it is asked for, not of all of them.
+    """
+
+    def load(table: dict[int, Any], version: int, name: str) -> Any:
+        importlib.import_module(module)
+        try:
+            return table[version]
+        except KeyError:
+            raise UnsupportedVersionError(f"{name} v{version}") from None
+
+    return load
 
 
 class Encoded(bytes):

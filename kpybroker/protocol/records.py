@@ -31,10 +31,9 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, TypeAlias
 
-from crc32c import crc32c
-
 from .compression import CompressionError, decompress
 from .compression import compress as compress_records
+from .crc import crc32c
 from .errors import ErrorCode, KafkaError
 
 Buffer: TypeAlias = bytes | bytearray | memoryview

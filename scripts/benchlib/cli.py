@@ -7,6 +7,8 @@ scripts/bench --only transactions   # just workloads 6 and 7 (output: a temporar
 scripts/bench --only security       # just workloads 8 and 9, over TLS and SASL_SSL
 scripts/bench --only groups         # just workload 10: a 50-member group, both protocols
 scripts/bench --only share          # just workload 11: 4 share consumers on one partition
+scripts/bench --only startup        # workloads 5 (startup, idle RSS) and 12 (start-up, cold
+                                    # and warm, empty and with 1,000 partitions)
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import functools
 import platform
 import shlex
 import shutil
@@ -27,7 +30,7 @@ import confluent_kafka
 import uvloop
 
 import kpybroker
-from benchlib import profiling, report
+from benchlib import profiling, report, startup
 from benchlib.brokers import (
     BenchKafka,
     BenchKpyBroker,
@@ -39,9 +42,11 @@ from benchlib.brokers import (
 )
 from benchlib.plan import FULL, QUICK, Plan
 from benchlib.procstat import describe_machine
-from benchlib.results import KAFKA, Results
+from benchlib.results import KAFKA, KPYBROKER, Results
+from benchlib.startup import W14
 from benchlib.workloads import (
     ALL_WORKLOADS,
+    OWN_BROKERS,
     SECURED_WORKLOADS,
     SELECTIONS,
     STARTUP,
@@ -107,17 +112,19 @@ def in_turn(brokers: list[Measured], step_index: int) -> list[Measured]:
 def run_round(
     number: int, plan: Plan, workloads: Workloads, lib: Path, workdir: Path, results: Results
 ) -> list[Measured]:
-    """The plaintext workloads, then the secured ones: each part starts both brokers afresh
-    (a part none of whose workloads is selected does not run).
+    """The plaintext workloads, then the secured ones, then start-up: each part starts both
+    brokers afresh (a part none of whose workloads is selected does not run).
 
     Returns the brokers (stopped), whose command lines the doc shows.
     """
     where = f"round {number + 1}/{plan.rounds}"
     brokers: list[Measured] = []
-    if workloads.selected - SECURED_WORKLOADS:
+    if workloads.selected - OWN_BROKERS:
         brokers += run_plaintext(where, number, workloads, lib, workdir / "plaintext", results)
     if workloads.selected & SECURED_WORKLOADS:
         brokers += run_secured(where, number, workloads, lib, workdir / "secured", results)
+    if W14 in workloads.selected:
+        run_startup(where, number, plan, lib, workdir / "startup", results)
     return brokers
 
 
@@ -173,6 +180,22 @@ def run_secured(
             broker.kill()
         shutil.rmtree(workdir, ignore_errors=True)
     return brokers
+
+
+def run_startup(
+    where: str, number: int, plan: Plan, lib: Path, workdir: Path, results: Results
+) -> None:
+    """Workload 14 against each broker in turn (the first flips from round to round)."""
+    kinds: list[tuple[str, startup.BrokerFactory]] = [
+        (KAFKA, functools.partial(BenchKafka, lib=lib)),
+        (KPYBROKER, BenchKpyBroker),
+    ]
+    try:
+        for label, make in kinds if number % 2 == 0 else kinds[::-1]:
+            progress(f"{where} {label}: {W14}")
+            startup.run(plan.startup, make, workdir / label, results)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def profile_misses(
@@ -282,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         else:
             profiles = profile_misses(workloads, results, work)
-    startup_missed = any(row.metric.workload == STARTUP for row in results.missed())
+    startup_missed = any(row.metric.workload in (STARTUP, W14) for row in results.missed())
     imports = profiling.import_profile(REPO_ROOT) if startup_missed else None
     output.mkdir(parents=True, exist_ok=True)
     chart = None if args.no_chart else output / report.CHART_NAME

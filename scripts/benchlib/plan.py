@@ -95,6 +95,15 @@ class ShareCase:
 
 
 @dataclass(frozen=True)
+class StartupPlan:
+    """Workload 14: the partitions of its populated case, and the warm starts of each case
+    per broker and round (each a sample), after the one cold start."""
+
+    partitions: int
+    warm_starts: int
+
+
+@dataclass(frozen=True)
 class Plan:
     """Sizes of every workload of one run."""
 
@@ -147,6 +156,8 @@ class Plan:
     fanout_records: int
     fanout_partitions: int
     fanout_groups: int
+    #: Workload 14.
+    startup: StartupPlan
 
     @property
     def scale_partitions(self) -> int:
@@ -197,6 +208,7 @@ FULL = Plan(
     fanout_records=200_000,
     fanout_partitions=6,
     fanout_groups=20,
+    startup=StartupPlan(partitions=1_000, warm_starts=4),
 )
 
 QUICK = Plan(
@@ -235,6 +247,7 @@ QUICK = Plan(
     fanout_records=5_000,
     fanout_partitions=6,
     fanout_groups=3,
+    startup=StartupPlan(partitions=20, warm_starts=1),
 )
 
 #: Workload 10: how often group members heartbeat, with either protocol (the classic

@@ -306,6 +306,18 @@ def method_lines(info: RunInfo) -> list[str]:
         "- Startup: from spawning the process to the first ApiVersions answer (a probe "
         "connects every 5 ms), with an empty data directory. Idle RSS: "
         f"{plan.idle_settle_s:g} s later, no client connected.",
+        "- Workload 14 (start-up): after the other workloads, each broker in turn (the first "
+        "alternating from round to round) is started and stopped again and again, each start "
+        "timed as above: with an empty data directory (a new one each time), and with "
+        f"{plan.startup.partitions:,} partitions (created with the admin client, the broker "
+        "then stopped cleanly, and restarted). Each case has one cold start, then "
+        f"{plan.startup.warm_starts} warm start(s); each start also records the broker's CPU "
+        "time until it answered, read from `/proc` just after the answer. Cold is the first "
+        "start after installation: kpybroker with an empty bytecode cache, so it compiles "
+        "every module it imports (as "
+        "each start does under `PYTHONDONTWRITEBYTECODE`); Kafka has no such cache of its own, "
+        "so its cold start is its first in the round. The OS page cache is not dropped "
+        "(that needs root and slows everything else on the machine).",
         f"- Workload 6: ProducerPerformance as in workload 1 ({txn.label}), with "
         "`--transactional-id <a new id per run> --transaction-duration-ms <d>` for d = "
         f"{durations} ms: the tool sends in a transaction and commits it once d ms have "

@@ -13,6 +13,7 @@ ShareConsumerPerformance; it is the one step allowed to fail on a broker (kpybro
 share groups are new): the failure is recorded and reported, and the run goes on.
 Workloads 12 (``small_requests``: many clients with one small request each in flight)
 and 13 (``fanout``: one topic read by many groups at once) are issue 17's.
+Workload 14 (``startup``) starts brokers of its own, again and again, to time start-up.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from benchlib.secured import (
     authorize_user,
     secured_listeners,
 )
+from benchlib.startup import W14
 from tests.helpers.secure_broker import Credentials
 
 T = TypeVar("T")
@@ -63,7 +65,7 @@ W13 = "13 fan-out"
 
 #: ``--only``'s names for the workloads: what each selects.
 SELECTIONS: dict[str, tuple[str, ...]] = {
-    "startup": (STARTUP,),
+    "startup": (STARTUP, W14),
     "produce-consume": (W1, W2),
     "e2e": (W3,),
     "librdkafka": (W4,),
@@ -78,6 +80,8 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
 ALL_WORKLOADS: frozenset[str] = frozenset(w for ws in SELECTIONS.values() for w in ws)
 #: The workloads run against the brokers restarted with the security settings.
 SECURED_WORKLOADS: frozenset[str] = frozenset(SELECTIONS["security"])
+#: The workloads that start brokers of their own, again and again.
+OWN_BROKERS: frozenset[str] = SECURED_WORKLOADS | {W14}
 
 #: Issue 17's memory target: at most half of Kafka's RSS per partition and per connection.
 MEMORY_TARGET_RATIO = 0.5

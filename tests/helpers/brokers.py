@@ -30,6 +30,11 @@ from tests.helpers.process import REPO_ROOT
 TARGET_ENV = "KPYBROKER_TEST_TARGET"
 TARGETS = ("kpybroker", "kafka")
 
+#: Where broker subprocesses cache their bytecode, outside the checkout: a run with
+#: ``PYTHONDONTWRITEBYTECODE`` (the Dockerfile sets it) would otherwise compile every
+#: module the broker imports at each of the hundreds of starts, a second or more each.
+PYCACHE = Path.home() / ".cache" / "kpybroker" / "test-pycache"
+
 Overrides = Mapping[str, object]
 #: The ``broker_factory`` fixture: ``factory(overrides=None) -> started broker``.
 BrokerFactory = Callable[..., "ManagedBroker"]
@@ -233,6 +238,8 @@ class KpyBroker(ManagedBroker):
         env = super().env()
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("PYTHONFAULTHANDLER", "1")
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.setdefault("PYTHONPYCACHEPREFIX", str(PYCACHE))
         return env
 
     def wait_ready(self, drain: OutputDrain, timeout: float) -> str | None:

@@ -32,6 +32,7 @@ WORKLOADS = (
     "11 share-group consume",
     "12 small requests",
     "13 fan-out",
+    "14 start-up",
 )
 
 

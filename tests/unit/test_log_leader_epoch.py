@@ -48,3 +48,20 @@ def test_truncation_from_either_end(tmp_path) -> None:
 def test_a_corrupt_checkpoint_starts_empty(tmp_path) -> None:
     (tmp_path / "leader-epoch-checkpoint").write_text("0\n3\n1 0\n")
     assert LeaderEpochCache(tmp_path).entries == []
+
+
+def test_loading_fits_the_cache_to_the_log_without_rewriting_the_file(tmp_path) -> None:
+    """An empty partition's epoch starts at its end: loading drops that entry and becoming
+    leader again assigns it; neither rewrites the file (start-up cost two fsyncs each)."""
+    cache_with(tmp_path, (1, 0), (3, 10), (5, 20))
+    checkpoint = tmp_path / "leader-epoch-checkpoint"
+    written = checkpoint.stat().st_ino
+    loaded = LeaderEpochCache(tmp_path)
+    loaded.fit_to_log(log_start_offset=0, log_end_offset=20)
+    assert loaded.entries == [(1, 0), (3, 10)]
+    assert LeaderEpochCache(tmp_path).entries == [(1, 0), (3, 10), (5, 20)]
+    loaded.assign(5, 20)
+    assert checkpoint.stat().st_ino == written
+    loaded.assign(6, 25)
+    assert checkpoint.stat().st_ino != written
+    assert LeaderEpochCache(tmp_path).entries == [(1, 0), (3, 10), (5, 20), (6, 25)]

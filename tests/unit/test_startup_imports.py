@@ -1,8 +1,10 @@
-"""A broker without TLS or a JWKS endpoint does not load the libraries only they need.
+"""Starting the broker loads only what start-up needs.
 
 ``cryptography`` (key stores, certificates) and PyJWT with its HTTP client (JWKS) cost about
 14 MB of memory and 30 ms of startup; the modules that use them import them where they are
-used, and this test keeps a module-level import from creeping back in.
+used. The generated encoders and decoders (``kpybroker.protocol.messages.codecs``) are three
+quarters of the generated code: each is imported at its messages' first encode or decode.
+These tests keep a module-level import from creeping back in.
 """
 
 from __future__ import annotations
@@ -11,14 +13,29 @@ import subprocess
 import sys
 
 SECURITY_ONLY = ("cryptography", "jwt", "urllib.request", "http.client")
+#: ZooKeeper's client (only with ``zookeeper.connect``), and what the crc32c package's
+#: ``__init__`` imports (kpybroker.protocol.crc imports it at the first CRC).
+NOT_AT_START = ("kazoo", "crc32c", "importlib.metadata")
+CODECS = "kpybroker.protocol.messages.codecs."
 
 
-def test_starting_the_broker_loads_no_tls_or_jwks_library() -> None:
-    probe = (
-        "import sys, kpybroker.cli; "
-        f"print(' '.join(m for m in {SECURITY_ONLY!r} if m in sys.modules))"
-    )
+def modules_loaded_by_the_broker_command() -> set[str]:
+    """What ``import kpybroker.cli`` (``python -m kpybroker``'s imports) leaves loaded."""
+    probe = "import sys, kpybroker.cli; print(' '.join(sys.modules))"
     loaded = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.split()
-    assert loaded == []
+    return set(loaded)
+
+
+def test_starting_the_broker_loads_no_tls_or_jwks_library() -> None:
+    assert modules_loaded_by_the_broker_command() & set(SECURITY_ONLY) == set()
+
+
+def test_starting_the_broker_loads_no_zookeeper_client_nor_crc_library() -> None:
+    assert modules_loaded_by_the_broker_command() & set(NOT_AT_START) == set()
+
+
+def test_starting_the_broker_loads_no_message_codecs() -> None:
+    loaded = modules_loaded_by_the_broker_command()
+    assert sorted(m for m in loaded if m.startswith(CODECS)) == []
