@@ -8,6 +8,7 @@ server, tests and tools all share the same code path.
 from __future__ import annotations
 
 import struct
+import threading
 from typing import Any, NamedTuple, Protocol
 
 from kpybroker.protocol._codec import (
@@ -40,6 +41,19 @@ class FrameAdmission(Protocol):
         keeps its bytes where they are and waits for :meth:`FrameDecoder.resume`."""
 
 
+_EMPTY = bytearray()
+_scratches = threading.local()
+
+
+def _thread_scratch(size: int) -> tuple[bytearray, memoryview]:
+    """This thread's read scratch (each event loop runs on a thread of its own)."""
+    scratch = getattr(_scratches, "buffer", None)
+    if scratch is None or len(scratch[0]) != size:
+        buffer = bytearray(size)
+        scratch = _scratches.buffer = (buffer, memoryview(buffer))
+    return scratch
+
+
 class FrameDecoder:
     """Splits a byte stream into length-prefixed frames, receiving large frames in place.
 
@@ -49,17 +63,23 @@ class FrameDecoder:
 
     Bytes come in through ``get_buffer()`` / ``buffer_updated(n)``, the shape of
     ``asyncio.BufferedProtocol``: the socket reads straight into the buffer handed
-    out. Frames that fit are read into a fixed scratch buffer, many per read, and
-    copied out once each. A frame larger than the scratch gets a buffer of its
-    exact size once the scratch is full of it, and the rest of it is read directly
-    there: its bytes are copied once, by the kernel. Waiting for a full scratch
-    first means a client that trickles a frame in (slowloris) holds nothing but
-    its scratch, whatever size it announced. ``feed(data)`` takes bytes already read
-    instead.
+    out. Frames that fit are read into a scratch buffer, many per read, and copied
+    out once each. A frame larger than the scratch gets a buffer of its exact size
+    once the scratch is full of it, and the rest of it is read directly there: its
+    bytes are copied once, by the kernel. Waiting for a full scratch first means a
+    client that trickles a frame in (slowloris) holds nothing but a scratch's worth,
+    whatever size it announced. ``feed(data)`` takes bytes already read instead.
+
+    The scratch is one per thread, shared by every decoder on it: an event loop
+    calls ``buffer_updated`` right after the ``get_buffer`` it answers, for one
+    connection at a time, and the bytes of an unfinished frame are kept by the
+    decoder itself (``_pending``) until the next read puts them back in front. So
+    an idle connection holds no read buffer at all: 10,000 idle connections would
+    otherwise hold 640 MB of scratch.
 
     Each frame is taken in only when ``admission`` admits it (when its memory is
     committed: copied out of the scratch, or given its own buffer). Until then the
-    decoder is ``blocked``: its bytes stay in the scratch, the caller stops reading
+    decoder is ``blocked``: its bytes wait in ``_pending``, the caller stops reading
     and calls :meth:`resume` when admission may succeed.
     """
 
@@ -68,20 +88,24 @@ class FrameDecoder:
     def __init__(self, max_frame_size: int, admission: FrameAdmission | None = None) -> None:
         self.max_frame_size = max_frame_size
         self.admission = admission
-        #: A frame in the scratch waits for admission.
+        #: A frame waits for admission.
         self.blocked = False
-        # Never resized: the event loop may still hold a view of it while we split frames.
-        self._scratch = bytearray(self.SCRATCH_SIZE)
-        self._scratch_view = memoryview(self._scratch)
-        self._end = 0  # bytes received into the scratch and not yet split into frames
+        self._scratch, self._scratch_view = _thread_scratch(self.SCRATCH_SIZE)
+        self._pending = _EMPTY  # bytes of unfinished frames, between reads
+        self._end = 0  # bytes in the scratch during a read (pending ones first)
         self._frame: bytearray | None = None  # a large frame being received in place
         self._frame_view = memoryview(b"")
         self._filled = 0
 
     def get_buffer(self, sizehint: int = -1) -> memoryview:
-        """Where the next bytes of the stream go (never empty unless ``blocked``)."""
+        """Where the next bytes of the stream go (never empty unless ``blocked``), valid
+        until the ``buffer_updated`` that answers it."""
         if self._frame is not None:
             return self._frame_view[self._filled :]
+        pending = self._pending
+        self._end = len(pending)
+        if pending:
+            self._scratch[: self._end] = pending
         return self._scratch_view[self._end :]
 
     def buffer_updated(self, nbytes: int) -> list[bytearray]:
@@ -93,12 +117,18 @@ class FrameDecoder:
                 return []
             frame, self._frame, self._frame_view = self._frame, None, memoryview(b"")
             return [frame]
-        self._end += nbytes
-        return self._split()
+        frames, rest = self._split(self._scratch, self._end + nbytes)
+        self._pending = self._scratch[rest : self._end + nbytes] if rest >= 0 else _EMPTY
+        return frames
 
     def resume(self) -> list[bytearray]:
         """Try again the frames that waited for admission; return those now taken in."""
-        return self._split() if self._frame is None else []
+        if self._frame is not None:
+            return []
+        pending = self._pending
+        frames, rest = self._split(pending, len(pending))
+        self._pending = pending[rest:] if rest >= 0 else _EMPTY
+        return frames
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytearray]:
         """Take bytes already read; return the frames they complete."""
@@ -116,39 +146,36 @@ class FrameDecoder:
         self.blocked = self.admission is not None and not self.admission.admit(size)
         return not self.blocked
 
-    def _split(self) -> list[bytearray]:
+    def _split(self, data: bytearray, end: int) -> tuple[list[bytearray], int]:
+        """The admitted frames whole in ``data[:end]``, and where the unfinished rest starts
+        (-1: nothing is left, or it went to a frame of its own)."""
         frames = []
-        scratch, start, end = self._scratch, 0, self._end
+        start = 0
         self.blocked = False
         while end - start >= 4:
-            (size,) = I32.unpack_from(scratch, start)
+            (size,) = I32.unpack_from(data, start)
             if size < 0 or size > self.max_frame_size:
                 raise FrameTooLargeError(size, self.max_frame_size)
             body = start + 4
             if end - body >= size:
                 if not self._admit(size):
                     break
-                frames.append(scratch[body : body + size])
+                frames.append(data[body : body + size])
                 start = body + size
                 continue
-            if end - start == len(scratch) and self._admit(size):
-                # The scratch is full of a frame larger than it: receive the rest in place.
+            if end - start == self.SCRATCH_SIZE and self._admit(size):
+                # A scratch full of a frame larger than it: receive the rest in place.
                 frame = bytearray(size)
-                frame[: end - body] = self._scratch_view[body:end]
+                frame[: end - body] = memoryview(data)[body:end]
                 self._frame, self._frame_view, self._filled = frame, memoryview(frame), end - body
                 start = end
             break
-        # Move the start of an incomplete frame to the front (same length: no resize).
-        remaining = end - start
-        if remaining and start:
-            scratch[:remaining] = scratch[start:end]
-        self._end = remaining
-        return frames
+        return frames, (start if start < end else -1)
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned in a frame."""
-        return self._end + (self._filled if self._frame is not None else 0)
+        return len(self._pending) + (self._filled if self._frame is not None else 0)
 
 
 class RequestHeader(NamedTuple):
