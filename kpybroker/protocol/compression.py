@@ -63,7 +63,7 @@ _INT32 = struct.Struct(">i")
 #: The decompressed bound is at least this, and at least ``MAX_RATIO`` times the input.
 MIN_DECOMPRESSED_LIMIT = 64 * 1024 * 1024
 MAX_RATIO = 64
-#: First output buffer, as a multiple of the input (grown by 4x up to the bound).
+#: First output buffer, as a multiple of the input (then, if that is too small, the bound).
 _FIRST_GUESS_RATIO = 8
 _FIRST_GUESS_MIN = 64 * 1024
 #: cramjam's error when the output buffer given to ``decompress_into`` is full.
@@ -101,8 +101,9 @@ def decompression_limit(compressed_size: int) -> int:
 
 
 def _bounded(decompress_into: Callable[[Buffer, bytearray], int], data: Buffer) -> bytes:
-    """Decompress into buffers that grow up to :func:`decompression_limit`; the codec stops
-    writing when a buffer is full, so a bomb costs at most the limit, never its own size."""
+    """Decompress into a buffer of a first guess, then of :func:`decompression_limit`; the
+    codec stops writing when a buffer is full, so a bomb costs at most the limit, never its
+    own size."""
     limit = decompression_limit(len(data))
     size = min(limit, max(_FIRST_GUESS_MIN, _FIRST_GUESS_RATIO * len(data)))
     while True:
@@ -116,7 +117,7 @@ def _bounded(decompress_into: Callable[[Buffer, bytearray], int], data: Buffer) 
                 raise CompressionError(
                     f"decompresses to more than {limit} bytes (a decompression bomb?)"
                 ) from None
-            size = min(limit, size * 4)
+            size = limit
             continue
         with memoryview(out) as view:
             return bytes(view[:written])
