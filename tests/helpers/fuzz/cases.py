@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as with_seed
 from hypothesis import strategies as st
 
 from tests.helpers.fuzz.mutations import MUTATIONS, STILL_VALID
@@ -13,8 +16,8 @@ from tests.helpers.fuzz.schemas import request_schemas
 from tests.helpers.fuzz.values import CODEC, Profile, requests
 
 VALID = "valid"
-#: Mutants of each kind per valid request: drawing the request costs more than mutating it.
-MUTANTS_PER_KIND = 3
+#: (API key, version) pairs drawn in one hypothesis example.
+PAIRS_PER_EXAMPLE = 8
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,13 @@ class FuzzCase:
 
 @st.composite
 def case_groups(
-    draw: st.DrawFn, pairs: list[tuple[int, int]], profile: Profile = CODEC
+    draw: st.DrawFn,
+    pairs: list[tuple[int, int]],
+    profile: Profile = CODEC,
+    mutants_per_kind: int = 1,
 ) -> list[FuzzCase]:
-    """One valid request of an (API key, version) from ``pairs``, then each mutation of it
-    that finds something to aim at."""
+    """One valid request of an (API key, version) from ``pairs``, then up to
+    ``mutants_per_kind`` mutants of each kind that finds something to aim at in it."""
     api_key, version = draw(st.sampled_from(pairs))
     schema = request_schemas()[api_key]
     value = draw(requests(api_key, version, profile))
@@ -51,10 +57,55 @@ def case_groups(
     pieces += PieceEncoder(schema, version).request(value)
     cases = [FuzzCase(api_key, version, correlation_id, VALID, join(pieces), value)]
     for name, mutate in MUTATIONS.items():
-        for _ in range(MUTANTS_PER_KIND):
+        for _ in range(mutants_per_kind):
             mutated = mutate(pieces, draw)
             if mutated is None:
                 break
             expected = value if name in STILL_VALID else None
             cases.append(FuzzCase(api_key, version, correlation_id, name, mutated, expected))
     return cases
+
+
+def draw_cases(
+    pairs: list[tuple[int, int]],
+    rounds: int,
+    seed: int,
+    sink: Callable[[list[FuzzCase]], None],
+    *,
+    profile: Profile = CODEC,
+    mutants_per_kind: int = 1,
+) -> None:
+    """Hand ``sink`` a case group of every pair, ``rounds`` times over (and once more:
+    hypothesis starts with the simplest example of all).
+
+    Each hypothesis example draws a group for each of ``PAIRS_PER_EXAMPLE`` pairs:
+    drawing the pair itself would spread them very unevenly (hypothesis mutates the
+    examples it already has, pair included), and more pairs would overrun the
+    choices one example may make.
+    """
+    for start in range(0, len(pairs), PAIRS_PER_EXAMPLE):
+        chosen = pairs[start : start + PAIRS_PER_EXAMPLE]
+        _draw_slice(chosen, rounds + 1, seed * 1_000_003 + start, sink, profile, mutants_per_kind)
+
+
+def _draw_slice(
+    pairs: list[tuple[int, int]],
+    examples: int,
+    seed: int,
+    sink: Callable[[list[FuzzCase]], None],
+    profile: Profile,
+    mutants_per_kind: int,
+) -> None:
+    @with_seed(seed)
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.data())
+    def fuzz(data: st.DataObject) -> None:
+        for pair in pairs:
+            sink(data.draw(case_groups([pair], profile, mutants_per_kind)))
+
+    fuzz()

@@ -29,7 +29,7 @@ INT_RANGES = {
     "uint16": (0, 2**16 - 1),
 }
 #: Topic names the live broker has (see ``live_target.TOPICS``), and one it does not.
-TOPIC_POOL = ("fuzz", "fuzz-gzip", "fuzz-compact", "no-such-topic")
+TOPIC_POOL = ("fuzz", "fuzz-uncompressed", "fuzz-compact", "no-such-topic")
 #: Fields whose large values make a live broker wait or allocate, not parse.
 _BOUNDED_IN_LIVE = re.compile(r"(_ms|count|partitions|factor|_bytes|replicas|_id|epoch)$")
 MAX_ITEMS = 3

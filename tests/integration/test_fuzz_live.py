@@ -1,0 +1,116 @@
+"""Structure-aware fuzzing of a live broker over sockets (CI size: 10^3 frames).
+
+The frames come from ``tests/helpers/fuzz`` (valid requests of every API and
+version the broker serves, and their mutations); ``live_target`` says how each
+must end. A canary connection asks throughout and must keep being answered; its
+latency is printed as a figure, never asserted (``scripts/fuzz`` reports it
+against the 100 ms goal). Afterwards the log holds no traceback or error, the
+broker's memory stayed bounded and kafka-python still produces and consumes.
+
+The decompression bombs found by the fuzzer are also sent on their own, to the
+two kinds of topic that decompress a produced batch.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.framing import decode_response, encode_request
+from kpybroker.protocol.messages.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from tests.helpers.brokers import BrokerFactory, ManagedBroker
+from tests.helpers.clients import KafkaPythonClient
+from tests.helpers.fuzz.batches import BOMB_COPIES, bomb
+from tests.helpers.fuzz.canary import Canary, rss_bytes
+from tests.helpers.fuzz.live_target import BROKER_OVERRIDES, TOPICS, log_problems, send
+from tests.helpers.records import make_record
+from tests.helpers.wire import RawConnection
+
+pytestmark = pytest.mark.timeout(300)
+
+CI_FRAMES = 1000
+SEED = 18
+#: A resource bound, not a timing one: the broker idles at about 100 MiB.
+RSS_BOUND = 1024 * 1024 * 1024
+#: How long to wait for the canary's first answer after the fuzzing (a safety net only).
+CANARY_WAIT = 30.0
+
+
+def fuzz_broker(broker_factory: BrokerFactory) -> ManagedBroker:
+    broker = broker_factory(BROKER_OVERRIDES)
+    for topic, config in TOPICS.items():
+        KafkaPythonClient().create_topic(broker.bootstrap, topic, 1, config)
+    return broker
+
+
+def assert_serves_kafka_python(broker: ManagedBroker) -> None:
+    client = KafkaPythonClient()
+    client.create_topic(broker.bootstrap, "after-fuzz", 1)
+    records = [make_record(i, 1) for i in range(10)]
+    client.produce(broker.bootstrap, "after-fuzz", records).raise_for_errors(len(records))
+    consumed = client.consume(broker.bootstrap, "after-fuzz", {0: len(records)})
+    assert [r.value for r in consumed[0]] == [r.value for r in records]
+
+
+def test_live_broker_survives_fuzzing(broker_factory: BrokerFactory) -> None:
+    broker = fuzz_broker(broker_factory)
+    assert broker.process is not None
+    canary = Canary(broker.host, broker.port, broker.process.pid)
+    canary.start()
+    try:
+        report = send(broker.host, broker.port, CI_FRAMES, SEED)
+        finished = time.monotonic()
+        deadline = finished + CANARY_WAIT
+        while canary.report.last_answer <= finished and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        answers = canary.stop()
+    print(
+        f"\n{report.total} frames: {dict(report.outcomes)}; parked by API {dict(report.parked)};"
+        f" valid frames closed {dict(report.valid_closed)}; canary: {len(answers.latencies)}"
+        f" answers, max {max(answers.latencies) * 1000:.1f} ms,"
+        f" p99 {answers.percentile(0.99) * 1000:.1f} ms; broker RSS max {answers.max_rss >> 20} MiB"
+    )
+    assert report.total == CI_FRAMES
+    assert not report.findings, "\n".join(map(str, report.findings[:10]))
+    assert not answers.lost, answers.lost[:5]
+    assert answers.latencies and answers.last_answer > finished, "the canary went unanswered"
+    assert answers.max_rss < RSS_BOUND
+    broker.check_alive()
+    assert log_problems(broker.log_text()) == []
+    assert_serves_kafka_python(broker)
+
+
+def produce_error(broker: ManagedBroker, topic: str, batch: bytes) -> int:
+    request = ProduceRequest(
+        acks=-1,
+        timeout_ms=10_000,
+        topic_data=[TopicProduceData(name=topic, partition_data=[PartitionProduceData(0, batch)])],
+    )
+    with RawConnection(broker.bootstrap) as conn:
+        conn.send(encode_request(request, 9, 1, "bomb"))
+        _, response = decode_response(conn.recv_frame(), request, 9)
+    [topic_response] = response.responses
+    [partition] = topic_response.partition_responses
+    return partition.error_code
+
+
+@pytest.mark.parametrize("topic", ["fuzz-uncompressed", "fuzz-compact"])
+def test_decompression_bombs_are_corrupt_message(broker_factory: BrokerFactory, topic: str) -> None:
+    """Found by fuzzing: a batch under a megabyte that inflates to a gibibyte made the broker
+    decompress it whole where it decompresses produced batches (recompression into the
+    topic's codec, the key check of a compacted topic). Now each is CORRUPT_MESSAGE, and the
+    broker's memory stays far below the bomb's size."""
+    broker = fuzz_broker(broker_factory)
+    assert broker.process is not None
+    for codec in sorted(BOMB_COPIES):
+        assert produce_error(broker, topic, bomb(codec)) == ErrorCode.CORRUPT_MESSAGE
+    assert rss_bytes(broker.process.pid) < RSS_BOUND
+    assert log_problems(broker.log_text()) == []
+    assert_serves_kafka_python(broker)
