@@ -13,8 +13,6 @@ two kinds of topic that decompress a produced batch.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kpybroker.protocol.errors import ErrorCode
@@ -25,11 +23,15 @@ from kpybroker.protocol.messages.produce import (
     TopicProduceData,
 )
 from tests.helpers.brokers import BrokerFactory, ManagedBroker
-from tests.helpers.clients import KafkaPythonClient
 from tests.helpers.fuzz.batches import BOMB_COPIES, bomb
-from tests.helpers.fuzz.canary import Canary, rss_bytes
-from tests.helpers.fuzz.live_target import BROKER_OVERRIDES, TOPICS, log_problems, send
-from tests.helpers.records import make_record
+from tests.helpers.fuzz.canary import rss_bytes
+from tests.helpers.fuzz.live_target import (
+    BROKER_OVERRIDES,
+    assert_serves_kafka_python,
+    fuzz_with_canary,
+    log_problems,
+    prepare_topics,
+)
 from tests.helpers.wire import RawConnection
 
 pytestmark = pytest.mark.timeout(300)
@@ -38,53 +40,29 @@ CI_FRAMES = 1000
 SEED = 18
 #: A resource bound, not a timing one: the broker idles at about 100 MiB.
 RSS_BOUND = 1024 * 1024 * 1024
-#: How long to wait for the canary's first answer after the fuzzing (a safety net only).
-CANARY_WAIT = 30.0
 
 
 def fuzz_broker(broker_factory: BrokerFactory) -> ManagedBroker:
     broker = broker_factory(BROKER_OVERRIDES)
-    for topic, config in TOPICS.items():
-        KafkaPythonClient().create_topic(broker.bootstrap, topic, 1, config)
+    prepare_topics(broker.bootstrap)
     return broker
-
-
-def assert_serves_kafka_python(broker: ManagedBroker) -> None:
-    client = KafkaPythonClient()
-    client.create_topic(broker.bootstrap, "after-fuzz", 1)
-    records = [make_record(i, 1) for i in range(10)]
-    client.produce(broker.bootstrap, "after-fuzz", records).raise_for_errors(len(records))
-    consumed = client.consume(broker.bootstrap, "after-fuzz", {0: len(records)})
-    assert [r.value for r in consumed[0]] == [r.value for r in records]
 
 
 def test_live_broker_survives_fuzzing(broker_factory: BrokerFactory) -> None:
     broker = fuzz_broker(broker_factory)
     assert broker.process is not None
-    canary = Canary(broker.host, broker.port, broker.process.pid)
-    canary.start()
-    try:
-        report = send(broker.host, broker.port, CI_FRAMES, SEED)
-        finished = time.monotonic()
-        deadline = finished + CANARY_WAIT
-        while canary.report.last_answer <= finished and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        answers = canary.stop()
-    print(
-        f"\n{report.total} frames: {dict(report.outcomes)}; parked by API {dict(report.parked)};"
-        f" valid frames closed {dict(report.valid_closed)}; canary: {len(answers.latencies)}"
-        f" answers, max {max(answers.latencies) * 1000:.1f} ms,"
-        f" p99 {answers.percentile(0.99) * 1000:.1f} ms; broker RSS max {answers.max_rss >> 20} MiB"
+    report, answers = fuzz_with_canary(
+        broker.host, broker.port, broker.process.pid, CI_FRAMES, SEED
     )
+    print(f"\n{report.summary()}\n{answers.summary()}")
     assert report.total == CI_FRAMES
     assert not report.findings, "\n".join(map(str, report.findings[:10]))
     assert not answers.lost, answers.lost[:5]
-    assert answers.latencies and answers.last_answer > finished, "the canary went unanswered"
+    assert answers.answered_after_fuzzing, "the canary went unanswered"
     assert answers.max_rss < RSS_BOUND
     broker.check_alive()
     assert log_problems(broker.log_text()) == []
-    assert_serves_kafka_python(broker)
+    assert_serves_kafka_python(broker.bootstrap)
 
 
 def produce_error(broker: ManagedBroker, topic: str, batch: bytes) -> int:
@@ -113,4 +91,4 @@ def test_decompression_bombs_are_corrupt_message(broker_factory: BrokerFactory, 
         assert produce_error(broker, topic, bomb(codec)) == ErrorCode.CORRUPT_MESSAGE
     assert rss_bytes(broker.process.pid) < RSS_BOUND
     assert log_problems(broker.log_text()) == []
-    assert_serves_kafka_python(broker)
+    assert_serves_kafka_python(broker.bootstrap)

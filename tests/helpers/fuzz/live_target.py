@@ -20,6 +20,7 @@ import math
 import random
 import socket
 import struct
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -27,9 +28,12 @@ from kpybroker.apis import REGISTRY
 from kpybroker.protocol._codec import read_uvarint, skip_tagged_field
 from kpybroker.protocol.framing import API_VERSIONS_KEY, peek_api, request_is_flexible
 from kpybroker.protocol.messages import SCHEMAS
+from tests.helpers.clients import KafkaPythonClient
+from tests.helpers.fuzz.canary import Canary, CanaryReport
 from tests.helpers.fuzz.cases import FuzzCase, draw_cases
 from tests.helpers.fuzz.codec_target import Finding
 from tests.helpers.fuzz.values import LIVE
+from tests.helpers.records import make_record
 
 #: The topics the LIVE profile's names point at: one that keeps the producer's codec, one
 #: that recompresses (decompressing every batch in another codec) and a compacted one
@@ -42,6 +46,8 @@ TOPICS = {
 #: A JoinGroup would otherwise wait 3 s for more members.
 BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": 0}
 PATIENCE = 10.0
+#: How long to wait for the canary's first answer after the fuzzing (a safety net only).
+CANARY_WAIT = 30.0
 CONCURRENCY = 8
 #: Frames per valid request, about: itself and a mutant of each kind.
 CASES_PER_GROUP = 9
@@ -64,9 +70,11 @@ def live_pairs() -> list[tuple[int, int]]:
 
 @dataclass
 class LiveReport:
+    #: Frames sent, by mutation.
     frames: Counter[str] = field(default_factory=Counter)
-    #: answered / closed / parked, and by mutation.
+    #: answered / closed / parked.
     outcomes: Counter[str] = field(default_factory=Counter)
+    #: Parked frames, by API and version.
     parked: Counter[str] = field(default_factory=Counter)
     #: Valid frames the broker closed the connection on, by API.
     valid_closed: Counter[str] = field(default_factory=Counter)
@@ -75,6 +83,13 @@ class LiveReport:
     @property
     def total(self) -> int:
         return sum(self.frames.values())
+
+    def summary(self) -> str:
+        return (
+            f"{self.total} frames {dict(self.frames)}\n"
+            f"outcomes {dict(self.outcomes)}; parked {dict(self.parked)};"
+            f" valid frames closed {dict(self.valid_closed)}; findings {len(self.findings)}"
+        )
 
 
 def check_answer(case: FuzzCase, answer: bytes) -> str | None:
@@ -174,6 +189,40 @@ def send(host: str, port: int, frames: int, seed: int) -> LiveReport:
         draw_cases(pairs, rounds, seed, send_some, profile=LIVE)
         seed += 1
     return report
+
+
+def prepare_topics(bootstrap: str) -> None:
+    for topic, config in TOPICS.items():
+        KafkaPythonClient().create_topic(bootstrap, topic, 1, config)
+
+
+def fuzz_with_canary(
+    host: str, port: int, broker_pid: int, frames: int, seed: int
+) -> tuple[LiveReport, CanaryReport]:
+    """:func:`send` with a canary running from before the first frame until it has been
+    answered once after the last (or ``CANARY_WAIT`` has passed: a safety net only)."""
+    canary = Canary(host, port, broker_pid)
+    canary.start()
+    try:
+        report = send(host, port, frames, seed)
+        finished = time.monotonic()
+        deadline = finished + CANARY_WAIT
+        while canary.last_answer <= finished and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        answers = canary.stop()
+    answers.answered_after_fuzzing = answers.last_answer > finished
+    return report, answers
+
+
+def assert_serves_kafka_python(bootstrap: str) -> None:
+    """kafka-python creates a topic, produces ten records and consumes them back."""
+    client = KafkaPythonClient()
+    client.create_topic(bootstrap, "after-fuzz", 1)
+    records = [make_record(i, 1) for i in range(10)]
+    client.produce(bootstrap, "after-fuzz", records).raise_for_errors(len(records))
+    consumed = client.consume(bootstrap, "after-fuzz", {0: len(records)})
+    assert [r.value for r in consumed[0]] == [r.value for r in records]
 
 
 def log_problems(log: str) -> list[str]:
