@@ -17,6 +17,7 @@ import pytest
 
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.framing import decode_response, encode_request
+from kpybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from kpybroker.protocol.messages.produce import (
     PartitionProduceData,
     ProduceRequest,
@@ -92,3 +93,32 @@ def test_decompression_bombs_are_corrupt_message(broker_factory: BrokerFactory, 
     assert rss_bytes(broker.process.pid) < RSS_BOUND
     assert log_problems(broker.log_text()) == []
     assert_serves_kafka_python(broker.bootstrap)
+
+
+def test_clients_asking_at_once_for_a_new_topic_are_all_answered(
+    broker_factory: BrokerFactory,
+) -> None:
+    """Found by fuzzing: while one Metadata request auto-created a topic, the others asking
+    for it found it existing but not yet visible, and the handler failed on None (a
+    traceback, the connection closed). Each is now answered: the topic, or
+    LEADER_NOT_AVAILABLE as Kafka answers for a topic whose creation is under way."""
+    broker = broker_factory()
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name="wanted-by-all")], allow_auto_topic_creation=True
+    )
+    frame = encode_request(request, 12, 1, "at-once")
+    connections = [RawConnection(broker.bootstrap) for _ in range(8)]
+    try:
+        for conn in connections:
+            conn.send(frame)
+        errors = []
+        for conn in connections:
+            _, response = decode_response(conn.recv_frame(), request, 12)
+            [topic] = response.topics
+            errors.append(topic.error_code)
+    finally:
+        for conn in connections:
+            conn.close()
+    assert set(errors) <= {ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE}, errors
+    assert ErrorCode.NONE in errors
+    assert log_problems(broker.log_text()) == []
