@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import re
 import socket
 import struct
 import time
@@ -54,6 +55,8 @@ CASES_PER_GROUP = 9
 #: Frames sent at a time (drawing them all first would hold every bomb at once).
 CHUNK = 1000
 PROBE_CORRELATION_ID = -2
+_LOG_LINE_START = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+_PROBLEM_MARKERS = ("Traceback", "unexpected error", " ERROR ")
 _SIZE = struct.Struct(">i")
 _PROBE = _SIZE.pack(10 + 6) + struct.pack(">hhih", API_VERSIONS_KEY, 0, PROBE_CORRELATION_ID, 6)
 _PROBE += b"canary"
@@ -226,6 +229,12 @@ def assert_serves_kafka_python(bootstrap: str) -> None:
 
 
 def log_problems(log: str) -> list[str]:
-    """The broker's log lines that say something went wrong inside it."""
-    markers = ("Traceback", "unexpected error", " ERROR ")
-    return [line for line in log.splitlines() if any(m in line for m in markers)]
+    """The broker's log entries (a line and its traceback, if any) that say something went
+    wrong inside it."""
+    entries: list[list[str]] = []
+    for line in log.splitlines():
+        if _LOG_LINE_START.match(line) or not entries:
+            entries.append([line])
+        else:
+            entries[-1].append(line)
+    return ["\n".join(e) for e in entries if any(m in "\n".join(e) for m in _PROBLEM_MARKERS)]
