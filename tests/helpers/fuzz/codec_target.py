@@ -27,7 +27,7 @@ from kpybroker.protocol.records import (
     validate_batch,
 )
 from kpybroker.server.dispatch import MALFORMED
-from tests.helpers.fuzz.cases import FuzzCase, draw_cases
+from tests.helpers.fuzz.cases import Finding, FuzzCase, draw_cases
 from tests.helpers.fuzz.schemas import all_versions
 
 PRODUCE_KEY = 0
@@ -38,15 +38,6 @@ ALLOCATION_FACTOR = 64
 MUTANTS_PER_KIND = 3
 #: Cases per hypothesis example, about (a valid frame and its mutants).
 CASES_PER_EXAMPLE = 20
-
-
-@dataclass(frozen=True)
-class Finding:
-    case: FuzzCase
-    problem: str
-
-    def __str__(self) -> str:
-        return f"{self.problem}\n    {self.case.describe()}"
 
 
 @dataclass

@@ -27,12 +27,17 @@ from dataclasses import dataclass, field
 
 from kpybroker.apis import REGISTRY
 from kpybroker.protocol._codec import read_uvarint, skip_tagged_field
-from kpybroker.protocol.framing import API_VERSIONS_KEY, peek_api, request_is_flexible
+from kpybroker.protocol.framing import (
+    API_VERSIONS_KEY,
+    encode_request,
+    peek_api,
+    request_is_flexible,
+)
 from kpybroker.protocol.messages import SCHEMAS
+from kpybroker.protocol.messages.api_versions import ApiVersionsRequest
 from tests.helpers.clients import KafkaPythonClient
 from tests.helpers.fuzz.canary import Canary, CanaryReport
-from tests.helpers.fuzz.cases import FuzzCase, draw_cases
-from tests.helpers.fuzz.codec_target import Finding
+from tests.helpers.fuzz.cases import Finding, FuzzCase, draw_cases
 from tests.helpers.fuzz.values import LIVE
 from tests.helpers.records import make_record
 
@@ -58,8 +63,7 @@ PROBE_CORRELATION_ID = -2
 _LOG_LINE_START = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 _PROBLEM_MARKERS = ("Traceback", "unexpected error", " ERROR ")
 _SIZE = struct.Struct(">i")
-_PROBE = _SIZE.pack(10 + 6) + struct.pack(">hhih", API_VERSIONS_KEY, 0, PROBE_CORRELATION_ID, 6)
-_PROBE += b"canary"
+_PROBE = encode_request(ApiVersionsRequest(), 0, PROBE_CORRELATION_ID, "probe")
 
 
 def live_pairs() -> list[tuple[int, int]]:
