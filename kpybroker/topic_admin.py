@@ -213,13 +213,20 @@ class TopicManager:
 
         (``__consumer_offsets`` is the group coordinator's to create, with its
         offsets.topic.* settings: the Metadata handler asks it instead.)
+
+        A topic that another request is creating (many clients asking for the same new
+        topic at once) may exist without being visible yet: LEADER_NOT_AVAILABLE, which
+        Kafka answers for a topic whose creation is under way and clients retry on.
         """
         try:
-            return await self.create(name, num_partitions=-1, replication_factor=-1)
+            topic = await self.create(name, num_partitions=-1, replication_factor=-1)
         except KafkaError as exc:
-            if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
-                return self.get(name)
-            raise
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise
+            topic = self.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE)
+        return topic
 
     async def add_partitions(
         self,

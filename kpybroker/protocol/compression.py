@@ -21,6 +21,12 @@ write and we read what they write:
 
 All decompression failures raise :class:`CompressionError` (CORRUPT_MESSAGE) so
 that bad client data can never surface as a codec library's own exception.
+
+Decompressed output is bounded (:func:`decompression_limit`): a batch of a
+megabyte can hold a gigabyte of zeros (a decompression bomb), and the records
+section is decompressed whole, so without a bound one produce request could take
+all of the broker's memory. Java's broker streams the records instead and never
+holds the whole section; a batch over the bound is refused as CORRUPT_MESSAGE.
 """
 
 import struct
@@ -54,6 +60,14 @@ _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_HEADER_SIZE = len(_XERIAL_HEADER)
 _INT32 = struct.Struct(">i")
+#: The decompressed bound is at least this, and at least ``MAX_RATIO`` times the input.
+MIN_DECOMPRESSED_LIMIT = 64 * 1024 * 1024
+MAX_RATIO = 64
+#: First output buffer, as a multiple of the input (then, if that is too small, the bound).
+_FIRST_GUESS_RATIO = 8
+_FIRST_GUESS_MIN = 64 * 1024
+#: cramjam's error when the output buffer given to ``decompress_into`` is full.
+_OUTPUT_FULL = "failed to write whole buffer"
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
@@ -80,8 +94,37 @@ def _gzip_compress(data: Buffer) -> bytes:
     return zlib.compress(data, GZIP_LEVEL, wbits=31)
 
 
+def decompression_limit(compressed_size: int) -> int:
+    """The most bytes ``compressed_size`` bytes may decompress to: no legitimate batch
+    comes near (compression ratios of real records stay well below 64), a bomb does."""
+    return max(MIN_DECOMPRESSED_LIMIT, MAX_RATIO * compressed_size)
+
+
+def _bounded(decompress_into: Callable[[Buffer, bytearray], int], data: Buffer) -> bytes:
+    """Decompress into a buffer of a first guess, then of :func:`decompression_limit`; the
+    codec stops writing when a buffer is full, so a bomb costs at most the limit, never its
+    own size."""
+    limit = decompression_limit(len(data))
+    size = min(limit, max(_FIRST_GUESS_MIN, _FIRST_GUESS_RATIO * len(data)))
+    while True:
+        out = bytearray(size)
+        try:
+            written = decompress_into(data, out)
+        except cramjam.DecompressionError as exc:
+            if _OUTPUT_FULL not in str(exc):
+                raise
+            if size >= limit:
+                raise CompressionError(
+                    f"decompresses to more than {limit} bytes (a decompression bomb?)"
+                ) from None
+            size = limit
+            continue
+        with memoryview(out) as view:
+            return bytes(view[:written])
+
+
 def _gzip_decompress(data: Buffer) -> bytes:
-    return bytes(cramjam.gzip.decompress(data))
+    return _bounded(cramjam.gzip.decompress_into, data)
 
 
 def _snappy_compress(data: Buffer) -> bytes:
@@ -99,7 +142,9 @@ def _snappy_decompress(data: Buffer) -> bytes:
     end = len(view)
     # Like Java's and kafka-python's readers, detect the framing by its magic alone:
     # the version fields are ignored because some producers write them little-endian.
+    limit = decompression_limit(end)
     if end < _XERIAL_HEADER_SIZE or view[: len(_XERIAL_MAGIC)] != _XERIAL_MAGIC:
+        _check_snappy_length(view, limit)
         return bytes(cramjam.snappy.decompress_raw(view))
     parts: list[cramjam.Buffer] = []
     pos = _XERIAL_HEADER_SIZE
@@ -110,9 +155,20 @@ def _snappy_decompress(data: Buffer) -> bytes:
         pos += 4
         if length < 0 or length > end - pos:
             raise CompressionError(f"snappy: xerial block length {length} exceeds the data")
-        parts.append(cramjam.snappy.decompress_raw(view[pos : pos + length]))
+        block = view[pos : pos + length]
+        limit -= _check_snappy_length(block, limit)
+        parts.append(cramjam.snappy.decompress_raw(block))
         pos += length
     return b"".join(parts)
+
+
+def _check_snappy_length(block: Buffer, limit: int) -> int:
+    """The length a raw snappy block declares, checked against what is left of the bound
+    before anything is allocated."""
+    length = cramjam.snappy.decompress_raw_len(block)
+    if length > limit:
+        raise CompressionError(f"snappy: decompresses to more than the limit of {limit} bytes")
+    return length
 
 
 def _lz4_compress(data: Buffer) -> bytes:
@@ -123,7 +179,7 @@ def _lz4_compress(data: Buffer) -> bytes:
 
 
 def _lz4_decompress(data: Buffer) -> bytes:
-    return bytes(cramjam.lz4.decompress(data))
+    return _bounded(cramjam.lz4.decompress_into, data)
 
 
 def _zstd_compress(data: Buffer) -> bytes:
@@ -131,7 +187,7 @@ def _zstd_compress(data: Buffer) -> bytes:
 
 
 def _zstd_decompress(data: Buffer) -> bytes:
-    return bytes(cramjam.zstd.decompress(data))
+    return _bounded(cramjam.zstd.decompress_into, data)
 
 
 _COMPRESSORS: dict[int, Callable[[Buffer], bytes]] = {

@@ -14,6 +14,7 @@ import struct
 import pytest
 
 from kpybroker.protocol import compression
+from kpybroker.protocol._codec import write_uvarint
 from kpybroker.protocol.compression import (
     GZIP,
     LZ4,
@@ -221,3 +222,39 @@ def test_mutated_streams_raise_only_compression_error(codec: int) -> None:
             mutated += rng.randbytes(rng.randint(1, 20))
         with contextlib.suppress(CompressionError):
             decompress(codec, bytes(mutated))
+
+
+#: Concatenated streams of one MiB of zeros each: valid input that inflates far past
+#: the bound (gzip and zstd to 1 GiB; lz4, whose ratio is lower, to 100 MiB).
+BOMB_COPIES = {GZIP: 1024, ZSTD: 1024, LZ4: 100}
+
+
+@pytest.mark.parametrize("codec", sorted(BOMB_COPIES), ids=["gzip", "lz4", "zstd"])
+def test_decompression_bomb_is_corrupt_message(codec: int) -> None:
+    """Found by fuzzing: a batch under a megabyte decompressed whole to a gibibyte. Now the
+    output stops at the bound, and the batch is CORRUPT_MESSAGE."""
+    bomb = compress(codec, bytes(1 << 20)) * BOMB_COPIES[codec]
+    with pytest.raises(CompressionError) as raised:
+        decompress(codec, bomb)
+    assert raised.value.code == ErrorCode.CORRUPT_MESSAGE
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_output_up_to_the_bound_decompresses(codec: int) -> None:
+    """Highly compressible data under the bound still decompresses, whatever the first
+    guess at its size."""
+    data = bytes(compression.MIN_DECOMPRESSED_LIMIT // 2)
+    assert decompress(codec, compress(codec, data)) == data
+
+
+@pytest.mark.parametrize("xerial", [False, True], ids=["raw", "xerial"])
+def test_snappy_length_over_the_bound_is_refused_before_decompressing(xerial: bool) -> None:
+    """Raw snappy declares its length first: a claim over the bound is refused unread."""
+    claim = bytearray()
+    write_uvarint(claim, 2**32 - 1)
+    block = bytes(claim) + b"\x00" * 8
+    data = block
+    if xerial:
+        data = b"\x82SNAPPY\x00" + struct.pack(">iii", 1, 1, len(block)) + block
+    with pytest.raises(CompressionError):
+        decompress(SNAPPY, data)
