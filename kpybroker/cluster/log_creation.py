@@ -61,15 +61,15 @@ class LogCreator:
     """The queue of logs to create, and the task that creates them.
 
     ``spec(tp)`` gives a queued partition's ``NewLog`` when its slice is taken (None
-    when it is no longer wanted); ``hosted(log)`` is called on the event loop for each
-    log created.
+    when it is no longer wanted); ``hosted(made)`` is called on the event loop with the
+    logs of each slice, once they are managed by the log manager.
     """
 
     def __init__(
         self,
         logs: LogManager,
         spec: Callable[[TopicPartition], NewLog | None],
-        hosted: Callable[[NewLog, PartitionLog], None],
+        hosted: Callable[[list[tuple[NewLog, PartitionLog]]], None],
     ) -> None:
         self._logs = logs
         self._spec = spec
@@ -142,13 +142,15 @@ class LogCreator:
             )
         )
         failed = []
+        adopted = []
         for place, spec, outcome in zip(places, wanted, made, strict=True):
             if isinstance(outcome, OSError):
                 self._logs.unplace(place)
                 failed.append((spec, outcome))
             else:
                 self._logs.adopt(place, spec.topic, spec.partition, outcome)
-                self._hosted(spec, outcome)
+                adopted.append((spec, outcome))
+        self._hosted(adopted)
         if failed:
             spec, exc = failed[0]
             log.error(

@@ -72,6 +72,7 @@ class ReplicaManager:
         self._fetchers: FetcherManager | None = None
         self._isr: IsrWriter | None = None
         self._creator: LogCreator | None = None
+        self._hosting_listeners: list[Callable[[str], None]] = []
 
     def start(
         self,
@@ -88,7 +89,7 @@ class ReplicaManager:
         self.settings = settings
         self._fetchers = FetcherManager(self.broker_id, self.inter_broker_address, settings)
         self._isr = IsrWriter(cluster, self.clock_ms)
-        self._creator = LogCreator(logs, self._new_log, self._log_created)
+        self._creator = LogCreator(logs, self._new_log, self._logs_created)
 
     async def stop(self) -> None:
         if self._creator is not None:
@@ -166,14 +167,28 @@ class ReplicaManager:
         config = self._config_for(name)
         return NewLog(name, index, meta.topic_id.bytes, config, first_epoch(pm, self.broker_id))
 
-    def _log_created(self, spec: NewLog, plog: PartitionLog) -> None:
-        """A queued log exists: host the partition, or delete the log if its topic went
-        away (or was re-created) meanwhile."""
-        meta = self._cluster.topics().get(spec.topic)
-        if meta is None or meta.topic_id.bytes != spec.topic_id:
-            self._logs.delete_partition(spec.topic, spec.partition)
-            return
-        self.apply_topic(spec.topic, spec.partition)
+    def _logs_created(self, made: list[tuple[NewLog, PartitionLog]]) -> None:
+        """Queued logs exist: host their partitions (or delete a log whose topic went away
+        or was re-created meanwhile), then tell the hosting listeners, once per topic."""
+        topics = set()
+        for spec, _ in made:
+            found = self._cluster.partition(spec.topic, spec.partition)
+            if found is None or found[0].bytes != spec.topic_id:
+                self._logs.delete_partition(spec.topic, spec.partition)
+                continue
+            self.apply_topic(spec.topic, spec.partition)
+            topics.add(spec.topic)
+        for topic in topics:
+            for listener in list(self._hosting_listeners):
+                listener(topic)
+
+    def add_hosting_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(topic)`` when partitions of ``topic`` start being hosted here
+        after their logs were made (their metadata changed earlier, without them)."""
+        self._hosting_listeners.append(listener)
+
+    def remove_hosting_listener(self, listener: Callable[[str], None]) -> None:
+        self._hosting_listeners.remove(listener)
 
     async def wait_hosted(self, name: str, partitions: Iterable[int], timeout_s: float) -> bool:
         """Until this broker hosts (has the log of) each of ``partitions`` of ``name``
