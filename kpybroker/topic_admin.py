@@ -8,7 +8,7 @@ admin client sees the same error for the same mistake.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from kpybroker.metadata.cluster_metadata import ClusterMetadata
 
 _ZERO_UUID = uuid.UUID(int=0)
+#: How long a creation waits for this broker's new logs when the request gives no
+#: timeout (Kafka's CreateTopics default timeout_ms).
+DEFAULT_TIMEOUT_MS = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +194,14 @@ class TopicManager:
         assignments: dict[int, list[int]] | None = None,
         configs: dict[str, str | None] | None = None,
         validate_only: bool = False,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
     ) -> Topic:
+        """Create a topic: its metadata as one unit, then this broker's logs.
+
+        As Kafka's CreateTopics, the answer waits up to ``timeout_ms`` (none when 0 or
+        less) for the new partitions to be served, here for this broker's logs of them,
+        which are made off the event loop; then REQUEST_TIMED_OUT, the topic existing.
+        """
         self.check_new_name(name)
         plan = self.plan_assignment(num_partitions, replication_factor, assignments or {})
         configs = configs or {}
@@ -206,7 +216,18 @@ class TopicManager:
             return Topic(fake)
         await self.cluster.create_topic(name, plan, configs)
         self.replicas.apply_topic(name)
+        await self.wait_hosted(name, plan, timeout_ms)
         return self.get(name)
+
+    async def wait_hosted(self, name: str, partitions: Iterable[int], timeout_ms: int) -> None:
+        if timeout_ms > 0 and not await self.replicas.wait_hosted(
+            name, partitions, timeout_ms / 1000
+        ):
+            raise KafkaError(
+                ErrorCode.REQUEST_TIMED_OUT,
+                f"Topic {name} was created, but not all its partitions were ready within "
+                f"{timeout_ms} ms.",
+            )
 
     async def auto_create(self, name: str) -> Topic:
         """Create a topic a client asked for by name, with the broker's defaults.
@@ -235,11 +256,13 @@ class TopicManager:
         assignments: list[list[int]] | None = None,
         *,
         validate_only: bool = False,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
     ) -> None:
         """Grow a topic to ``count`` partitions (CreatePartitions), with Kafka's checks.
 
         New partitions get the topic's replication factor; without ``assignments``
-        their replicas are spread as at creation. Partitions are never removed.
+        their replicas are spread as at creation. Partitions are never removed. The
+        addition is written as one unit; the answer waits for the logs as ``create``.
         """
         topic = self.get(name)
         if topic is None:
@@ -282,6 +305,7 @@ class TopicManager:
                 await self.cluster.add_partitions(name, plan)
             except UnknownTopicError:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+            await self.wait_hosted(name, plan, timeout_ms)
 
     async def delete(self, name: str) -> bytes:
         topic = self.get(name)

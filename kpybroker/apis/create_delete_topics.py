@@ -188,6 +188,7 @@ async def create_topic(
             assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
             configs={c.name: c.value for c in topic.configs},
             validate_only=validate_only,
+            timeout_ms=request.timeout_ms,
         )
 
     result = CreatableTopicResult(name=topic.name, error_message=None)

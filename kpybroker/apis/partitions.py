@@ -88,7 +88,11 @@ async def grow(
 
     def add(validate_only: bool) -> Awaitable[None]:
         return manager.add_partitions(
-            topic.name, topic.count, assignments, validate_only=validate_only
+            topic.name,
+            topic.count,
+            assignments,
+            validate_only=validate_only,
+            timeout_ms=request.timeout_ms,
         )
 
     result = CreatePartitionsTopicResult(name=topic.name)

@@ -3,8 +3,11 @@
 Every change of a topic or of a partition's state znode reaches ``apply_topic``
 (the broker listens to ``ClusterMetadata``): partitions are created, deleted,
 and switched between leader and follower, which starts or stops their
-fetching. Leaders shrink their ISR on a timer (``run_isr_expiration``) and
-expand it as followers catch up, through the ``IsrWriter``.
+fetching. A partition whose log is missing is hosted once the ``LogCreator``
+has made its log in a worker thread (``log_creation``), so that a topic of
+thousands of partitions never stalls the event loop. Leaders shrink their ISR
+on a timer (``run_isr_expiration``) and expand it as followers catch up,
+through the ``IsrWriter``.
 
 While the ZooKeeper session is lost this broker is *fenced*: it cannot know
 whether the controller moved leadership meanwhile (its ephemeral registration
@@ -26,13 +29,15 @@ from dataclasses import dataclass
 
 from kpybroker.cluster.broker_client import PeerAddress
 from kpybroker.cluster.isr import IsrWriter
+from kpybroker.cluster.log_creation import LogCreator, NewLog, TopicPartition
 from kpybroker.cluster.partition import Partition, Transition, monotonic_ms
 from kpybroker.cluster.replica_fetcher import FetcherManager
 from kpybroker.cluster.replication_settings import ReplicationSettings
 from kpybroker.log.log_config import LogConfig
 from kpybroker.log.log_manager import LogManager
+from kpybroker.log.partition_log import PartitionLog
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
-from kpybroker.metadata.model import NO_LEADER, Endpoint
+from kpybroker.metadata.model import NO_LEADER, Endpoint, PartitionMetadata
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
 
@@ -66,6 +71,8 @@ class ReplicaManager:
         self._config_for: Callable[[str], LogConfig] | None = None
         self._fetchers: FetcherManager | None = None
         self._isr: IsrWriter | None = None
+        self._creator: LogCreator | None = None
+        self._hosting_listeners: list[Callable[[str], None]] = []
 
     def start(
         self,
@@ -82,8 +89,11 @@ class ReplicaManager:
         self.settings = settings
         self._fetchers = FetcherManager(self.broker_id, self.inter_broker_address, settings)
         self._isr = IsrWriter(cluster, self.clock_ms)
+        self._creator = LogCreator(logs, self._new_log, self._logs_created)
 
     async def stop(self) -> None:
+        if self._creator is not None:
+            await self._creator.close()
         if self._fetchers is not None:
             await self._fetchers.close()
         if self._isr is not None:
@@ -95,19 +105,24 @@ class ReplicaManager:
         """Make this broker's partitions of ``name`` match the cluster metadata: all of
         them, or only partition ``only`` (its state znode changed; the others did not,
         and a topic of thousands of partitions must not cost thousands per change)."""
-        meta = self._cluster.topics().get(name)
-        if meta is None:
+        if name not in self._cluster.topics():
+            self._creator.forget_topic(name)
             for partition in self.remove_topic(name):
                 self._logs.delete_partition(name, partition.index)
             return
         if only is None:
-            changed = meta.partitions.items()
+            meta = self._cluster.topics()[name]
+            topic_id = meta.topic_id.bytes
+            changed = list(meta.partitions.items())
         else:
-            changed = [(only, meta.partitions[only])] if only in meta.partitions else []
+            found = self._cluster.partition(name, only)
+            if found is None:
+                return
+            topic_id, changed = found[0].bytes, [(only, found[1])]
         config = None
-        topic_id = meta.topic_id.bytes
         for index, pm in changed:
             if self.broker_id not in pm.replicas:
+                self._creator.forget((name, index))
                 if (gone := self.partitions.get((name, index))) is not None:
                     # Reassigned away: stop following and delete the replica, as
                     # Kafka's StopReplica with deletePartition does.
@@ -115,8 +130,6 @@ class ReplicaManager:
                     self._drop(gone)
                     self._logs.delete_partition(name, index)
                 continue
-            if config is None:
-                config = self._config_for(name)
             partition = self.partitions.get((name, index))
             if partition is not None and partition.topic_id != topic_id:
                 log.warning("%s-%d was re-created under a new topic id", name, index)
@@ -125,15 +138,79 @@ class ReplicaManager:
                 self._logs.delete_partition(name, index)
                 partition = None
             if partition is None:
-                plog = self._logs.get_or_create(name, index, topic_id, config)
-                partition = Partition(
-                    plog, name, index, topic_id, self.broker_id, clock_ms=self.clock_ms
-                )
-                partition.on_caught_up = self._isr.expand
-                self.partitions[(name, index)] = partition
-                self.topic_names[topic_id] = name
+                plog = self._logs.get(name, index)
+                if plog is None:
+                    self._creator.want((name, index))
+                    continue
+                plog.assign_topic_id(topic_id)
+                partition = self._host(plog, name, index, topic_id)
+            if config is None:
+                config = self._config_for(name)
             partition.min_insync_replicas = config.min_insync_replicas
             self._transition(partition, partition.apply(pm))
+
+    def _host(self, plog: PartitionLog, name: str, index: int, topic_id: bytes) -> Partition:
+        partition = Partition(plog, name, index, topic_id, self.broker_id, clock_ms=self.clock_ms)
+        partition.on_caught_up = self._isr.expand
+        self.partitions[(name, index)] = partition
+        self.topic_names[topic_id] = name
+        return partition
+
+    def _new_log(self, tp: TopicPartition) -> NewLog | None:
+        """What a queued partition's log is made with, from the metadata as it is now;
+        None when it is no longer to be hosted here."""
+        name, index = tp
+        meta = self._cluster.topics().get(name)
+        pm = None if meta is None else meta.partitions.get(index)
+        if pm is None or self.broker_id not in pm.replicas or tp in self.partitions:
+            return None
+        config = self._config_for(name)
+        return NewLog(name, index, meta.topic_id.bytes, config, first_epoch(pm, self.broker_id))
+
+    def _logs_created(self, made: list[tuple[NewLog, PartitionLog]]) -> None:
+        """Queued logs exist: host their partitions (or delete a log whose topic went away
+        or was re-created meanwhile), then tell the hosting listeners, once per topic."""
+        topics = set()
+        for spec, _ in made:
+            found = self._cluster.partition(spec.topic, spec.partition)
+            if found is None or found[0].bytes != spec.topic_id:
+                self._logs.delete_partition(spec.topic, spec.partition)
+                continue
+            self.apply_topic(spec.topic, spec.partition)
+            topics.add(spec.topic)
+        for topic in topics:
+            for listener in list(self._hosting_listeners):
+                listener(topic)
+
+    def add_hosting_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(topic)`` when partitions of ``topic`` start being hosted here
+        after their logs were made (their metadata changed earlier, without them)."""
+        self._hosting_listeners.append(listener)
+
+    def remove_hosting_listener(self, listener: Callable[[str], None]) -> None:
+        self._hosting_listeners.remove(listener)
+
+    async def wait_hosted(self, name: str, partitions: Iterable[int], timeout_s: float) -> bool:
+        """Until this broker hosts (has the log of) each of ``partitions`` of ``name``
+        assigned to it; False after ``timeout_s``. Logs are made in the order they were
+        queued, so the check resumes where the last one stopped."""
+        wanted = sorted(partitions)
+        checked = 0
+
+        def done() -> bool:
+            nonlocal checked
+            meta = self._cluster.topics().get(name)
+            if meta is None:
+                return True
+            while checked < len(wanted):
+                pm = meta.partitions.get(wanted[checked])
+                mine = pm is not None and self.broker_id in pm.replicas
+                if mine and (name, wanted[checked]) not in self.partitions:
+                    return False
+                checked += 1
+            return True
+
+        return done() or await self._creator.wait(done, timeout_s)
 
     def _transition(self, partition: Partition, transition: Transition) -> None:
         if transition is Transition.NONE:
@@ -326,6 +403,15 @@ class ReplicaManager:
             handle.cancel()
             for p in partitions:
                 p.remove_waiter(fut)
+
+
+def first_epoch(pm: PartitionMetadata, broker_id: int) -> int | None:
+    """The leader epoch a new log of ``pm`` starts with, if known: its state's when this
+    broker leads; 0 while the state is not read yet (a new partition's, whoever leads:
+    its empty log starts epoch 0 at offset 0). A follower's comes with its data."""
+    if pm.state is None:
+        return 0
+    return pm.leader_epoch if pm.leader == broker_id else None
 
 
 def _pick_endpoint(endpoints: Iterable[Endpoint], settings: ReplicationSettings) -> Endpoint | None:

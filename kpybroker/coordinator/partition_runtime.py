@@ -148,6 +148,7 @@ class PartitionRuntime(abc.ABC, Generic[S]):
         """Load every partition this broker leads before the broker accepts clients."""
         self.active = True
         self.cluster.add_listener(self._on_metadata_change)
+        self.replicas.add_hosting_listener(self._on_hosted)
         self.reconcile()
         await self.wait_loaded()
 
@@ -156,6 +157,7 @@ class PartitionRuntime(abc.ABC, Generic[S]):
             return
         self.active = False
         self.cluster.remove_listener(self._on_metadata_change)
+        self.replicas.remove_hosting_listener(self._on_hosted)
         for handle in self._passes:
             handle.cancel()
         for task in [*self._loading.values(), *self._tasks]:
@@ -171,6 +173,11 @@ class PartitionRuntime(abc.ABC, Generic[S]):
             self.reconcile()
         else:
             self.other_change(change)
+
+    def _on_hosted(self, topic: str) -> None:
+        """Partitions whose logs were just made are hosted (and maybe led) now."""
+        if topic == self.topic.name:
+            self.reconcile()
 
     # -- leadership -----------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -95,6 +96,8 @@ class LogManager:
         self._load_progress_interval_s = load_progress_interval_s
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        #: Partitions per log directory, with those being created: where new ones go.
+        self._dir_load: Counter[Path] = Counter()
         self._deleted: list[PartitionLog] = []
         self._locks: list[int] = []
         self.settings = settings or LogManagerConfig()
@@ -195,6 +198,7 @@ class LogManager:
             )
             self.logs[tp] = partition_log
             self._dir_of[tp] = log_dir
+            self._dir_load[log_dir] += 1
             progress.loaded(
                 partition_log.name,
                 len(partition_log.segments),
@@ -252,12 +256,42 @@ class LogManager:
         An existing log keeps its config (change it with ``update_config``); a
         topic id different from the recorded one is INCONSISTENT_TOPIC_ID.
         """
-        tp = (topic, partition)
-        existing = self.logs.get(tp)
+        existing = self.logs.get((topic, partition))
         if existing is not None:
             existing.assign_topic_id(topic_id)
             return existing
-        log_dir = min(self.log_dirs, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
+        log_dir = self.place_new()
+        try:
+            created = self.open_new(log_dir, topic, partition, topic_id, config)
+        except BaseException:
+            self.unplace(log_dir)
+            raise
+        return self.adopt(log_dir, topic, partition, created)
+
+    def place_new(self) -> Path:
+        """The log directory for a new partition: the one holding the fewest (counting
+        those being created); it counts the new one until ``adopt`` or ``unplace``."""
+        log_dir = min(self.log_dirs, key=self._dir_load.__getitem__)
+        self._dir_load[log_dir] += 1
+        return log_dir
+
+    def unplace(self, log_dir: Path) -> None:
+        """A partition placed in ``log_dir`` was not created after all."""
+        self._dir_load[log_dir] -= 1
+
+    def open_new(
+        self,
+        log_dir: Path,
+        topic: str,
+        partition: int,
+        topic_id: bytes | None,
+        config: LogConfig | None = None,
+        first_epoch: int | None = None,
+    ) -> PartitionLog:
+        """Create (or open) the partition's files in ``log_dir``, without registering
+        the log: file I/O only, so that it may run in a worker thread while the event
+        loop serves. ``first_epoch`` is the leader epoch the log starts with, recorded
+        now so that becoming its leader writes no checkpoint on the event loop."""
         created = PartitionLog(
             log_dir / partition_dir_name(topic, partition),
             config or self._config_for(topic),
@@ -265,11 +299,20 @@ class LogManager:
             time_ms=self._time_ms,
             producer_id_expiration_ms=self._producer_id_expiration_ms,
         )
-        self.logs[tp] = created
-        self._dir_of[tp] = log_dir
-        self._guard_truncation(tp, created)
-        log.info("created log for %s-%d in %s", topic, partition, log_dir)
+        if first_epoch is not None:
+            created.maybe_assign_epoch_start_offset(first_epoch, created.log_end_offset)
         return created
+
+    def adopt(
+        self, log_dir: Path, topic: str, partition: int, partition_log: PartitionLog
+    ) -> PartitionLog:
+        """Manage a log ``open_new`` made in ``log_dir`` (placed there by ``place_new``)."""
+        tp = (topic, partition)
+        self.logs[tp] = partition_log
+        self._dir_of[tp] = log_dir
+        self._guard_truncation(tp, partition_log)
+        log.info("created log for %s-%d in %s", topic, partition, log_dir)
+        return partition_log
 
     def _guard_truncation(self, tp: TopicPartition, partition_log: PartitionLog) -> None:
         """Make a truncation of the log first stop the cleaner from reading its segments."""
@@ -315,6 +358,7 @@ class LogManager:
             self.cleaner.abort(tp)
         del self.logs[tp]
         log_dir = self._dir_of.pop(tp)
+        self._dir_load[log_dir] -= 1
         if self.cleaner is not None:
             self.cleaner.manager.update_checkpoint(log_dir, tp, None)
         return partition_log

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from contextlib import suppress
 from functools import partial
 from types import MappingProxyType
+from typing import TypeVar
 
 from kpybroker.metadata.model import (
     Assignment,
@@ -39,6 +40,7 @@ from kpybroker.metadata.model import (
     ChangeListener,
     Endpoint,
     MetadataChange,
+    PartitionMetadata,
     PartitionState,
     PartitionStateConflictError,
     TopicExistsError,
@@ -103,6 +105,13 @@ __all__ = ["ClusterMetadata"]
 
 log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
+
+#: Partition state znodes written or read at once: a topic of 50,000 partitions is
+#: handled in slices, each a short turn of the event loop, so that clients are
+#: served in between.
+CHUNK = 200
+
 
 def _validate_assignment(assignment: Mapping[int, Sequence[int]]) -> None:
     """The checks of Kafka's AdminZkClient.validateTopicCreate on a replica assignment."""
@@ -119,6 +128,11 @@ def _validate_assignment(assignment: Mapping[int, Sequence[int]]) -> None:
     for partition, replicas in assignment.items():
         if not replicas or len(set(replicas)) != len(replicas) or min(replicas) < 0:
             raise invalid(f"invalid replicas {list(replicas)} for partition {partition}")
+
+
+def _slices(items: Sequence[_T]) -> list[Sequence[_T]]:
+    """``items`` in slices of ``CHUNK`` (``itertools.batched`` is Python 3.12)."""
+    return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
 
 
 def _log_failure(done: asyncio.Future[None]) -> None:
@@ -195,6 +209,11 @@ class ClusterMetadata:
     def topics(self) -> Mapping[str, TopicMetadata]:
         """All topics, by name. The mapping is live; each ``TopicMetadata`` is a snapshot."""
         return TopicViews(self._views)
+
+    def partition(self, topic: str, index: int) -> tuple[uuid.UUID, PartitionMetadata] | None:
+        """The topic id and one partition of ``topic``, or None: cheaper than
+        ``topics()[topic]`` while a topic of thousands of partitions is being loaded."""
+        return self._views.partition(topic, index)
 
     def topic_name(self, topic_id: bytes) -> str | None:
         """The name of the topic with this id (16 bytes), or None."""
@@ -441,15 +460,16 @@ class ClusterMetadata:
         A state that exists already was written by the controller meanwhile."""
         live = {int(broker) for broker in self._brokers.items}
         epoch = await self._controller_epoch()
-        writes = []
+        states = {}
         for partition, replicas in assignment.items():
             isr = tuple(broker for broker in replicas if broker in live)
             if isr:
-                state = PartitionState(isr[0], 0, isr, epoch)
-                writes.append(self._create_state(topic, partition, encode_state(state)))
-        for outcome in await asyncio.gather(*writes, return_exceptions=True):
-            if isinstance(outcome, BaseException) and not isinstance(outcome, NodeExistsError):
-                raise outcome
+                states[partition] = encode_state(PartitionState(isr[0], 0, isr, epoch))
+        for chunk in _slices(list(states.items())):
+            writes = (self._create_state(topic, partition, data) for partition, data in chunk)
+            for outcome in await asyncio.gather(*writes, return_exceptions=True):
+                if isinstance(outcome, BaseException) and not isinstance(outcome, NodeExistsError):
+                    raise outcome
 
     async def _create_state(self, topic: str, partition: int, data: bytes) -> None:
         """Create a state znode with its missing parents, but never the topic node:
@@ -541,9 +561,10 @@ class ClusterMetadata:
         for gone in states.keys() - node.replicas.keys():
             del states[gone]
         todo = node.replicas.keys() if everything else node.replicas.keys() - states.keys()
-        await asyncio.gather(
-            *(self._refresher.request(self._load_partition, topic, p) for p in todo)
-        )
+        for chunk in _slices(list(todo)):
+            await asyncio.gather(
+                *(self._refresher.request(self._load_partition, topic, p) for p in chunk)
+            )
 
     async def _load_partition(self, topic: str, partition: int) -> None:
         node = self._topic_nodes.items.get(topic)

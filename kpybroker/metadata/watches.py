@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from contextlib import suppress
 from types import MappingProxyType
@@ -228,11 +229,14 @@ class TopicViewCache:
         self._topic_configs = topic_configs
         self._states = states
         self._views: dict[str, TopicMetadata] = {}
+        #: Per built view, the partitions whose state changed since it was built.
+        self._patched: dict[str, set[int]] = {}
         self._names_by_id: dict[bytes, str] | None = None  # built on first use
 
     def drop(self, name: str) -> None:
         """Forget the view of topic ``name``: its node or its configs changed."""
         self._views.pop(name, None)
+        self._patched.pop(name, None)
         self._names_by_id = None
 
     def name_of(self, topic_id: bytes) -> str | None:
@@ -244,20 +248,25 @@ class TopicViewCache:
         return self._names_by_id.get(topic_id)
 
     def patch(self, name: str, partition: int) -> None:
-        """Give a built view of topic ``name`` the new state of one partition: a copy
-        with that partition replaced, not a rebuild (each of a new topic's thousands of
-        partitions reports its state apart)."""
+        """Note a new state of one partition of topic ``name``; a built view gets it, and
+        every other noted since, in one copy when it is next asked for. Not a rebuild,
+        and not a copy per partition: each of a new topic's thousands of partitions
+        reports its state apart."""
         view = self._views.get(name)
         if view is None:
             return
-        old = view.partitions.get(partition)
-        if old is None:
-            del self._views[name]
+        if partition not in view.partitions:
+            self.drop(name)
             return
-        state, version = self._states.get(name, {}).get(partition, (None, None))
-        partitions = dict(view.partitions)
-        partitions[partition] = dataclasses.replace(old, state=state, state_version=version)
-        self._views[name] = dataclasses.replace(view, partitions=MappingProxyType(partitions))
+        self._patched.setdefault(name, set()).add(partition)
+
+    def partition(self, name: str, index: int) -> tuple[uuid.UUID, PartitionMetadata] | None:
+        """The topic id and one partition of topic ``name``, without building its view:
+        what a listener told of one partition's change reads."""
+        node = self._topic_nodes.items.get(name)
+        if node is None or index not in node.replicas:
+            return None
+        return node.topic_id, self._partition(node, self._states.get(name, {}), index)
 
     def view(self, name: str) -> TopicMetadata:
         """The view of topic ``name``; ``KeyError`` when there is no such topic."""
@@ -265,25 +274,37 @@ class TopicViewCache:
         if view is None:
             node = self._topic_nodes.items[name]
             states = self._states.get(name, {})
-            partitions = {}
-            for partition, replicas in node.replicas.items():
-                state, version = states.get(partition, (None, None))
-                partitions[partition] = PartitionMetadata(
-                    partition,
-                    replicas,
-                    state,
-                    version,
-                    node.adding.get(partition, ()),
-                    node.removing.get(partition, ()),
-                )
             view = TopicMetadata(
                 name,
                 node.topic_id,
-                MappingProxyType(partitions),
+                MappingProxyType({p: self._partition(node, states, p) for p in node.replicas}),
                 MappingProxyType(self._topic_configs.items.get(name, {})),
             )
             self._views[name] = view
+            self._patched.pop(name, None)
+        elif patched := self._patched.pop(name, None):
+            node = self._topic_nodes.items[name]
+            states = self._states.get(name, {})
+            partitions = dict(view.partitions)
+            for index in patched:
+                partitions[index] = self._partition(node, states, index)
+            view = dataclasses.replace(view, partitions=MappingProxyType(partitions))
+            self._views[name] = view
         return view
+
+    @staticmethod
+    def _partition(
+        node: TopicNode, states: Mapping[int, tuple[PartitionState, int]], index: int
+    ) -> PartitionMetadata:
+        state, version = states.get(index, (None, None))
+        return PartitionMetadata(
+            index,
+            node.replicas[index],
+            state,
+            version,
+            node.adding.get(index, ()),
+            node.removing.get(index, ()),
+        )
 
 
 class TopicViews(Mapping[str, TopicMetadata]):
@@ -297,6 +318,9 @@ class TopicViews(Mapping[str, TopicMetadata]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._cache._topic_nodes.items)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cache._topic_nodes.items
 
     def __len__(self) -> int:
         return len(self._cache._topic_nodes.items)

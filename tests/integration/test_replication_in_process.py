@@ -113,6 +113,14 @@ def scenario(test: Callable[[Cluster], Awaitable[None]]) -> Callable[..., None]:
                 for broker_id in range(3):
                     await cluster.start(broker_id)
                 await cluster.any().topics.create(TOPIC, num_partitions=2, replication_factor=3)
+                # Each broker makes its logs as it learns of the topic, off the event loop.
+                await eventually(
+                    lambda: all(
+                        broker.replicas.get(TOPIC, partition) is not None
+                        for broker in cluster.brokers.values()
+                        for partition in (0, 1)
+                    )
+                )
                 await test(cluster)
             finally:
                 for broker_id in list(cluster.brokers):

@@ -75,6 +75,13 @@ class FakeCluster:
     def remove_listener(self, listener: Any) -> None:
         self.listeners.remove(listener)
 
+    # The replica manager's hosting listeners: every partition here is hosted already.
+    def add_hosting_listener(self, listener: Any) -> None:
+        pass
+
+    def remove_hosting_listener(self, listener: Any) -> None:
+        pass
+
 
 CALLER = Caller("client", "/127.0.0.1", 9)
 
