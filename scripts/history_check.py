@@ -31,8 +31,9 @@ Violations (any makes the exit status 1):
 
 Also counted, not violations: records written although their send failed
 (indeterminate), re-deliveries to consumers (at-least-once), gaps in final
-offsets, acknowledged records and reads below the log start offset (expired),
-and acknowledged records no consumer read (``--require-consumed`` makes
+offsets, acknowledged records and reads below the log start offset (expired:
+checked against what consumers read there, and counted when none did), and
+acknowledged records no consumer read (``--require-consumed`` makes
 those violations, expired ones excepted).
 
 Usage: ``scripts/history_check.py HISTORY.jsonl [--require-consumed]``
@@ -50,7 +51,14 @@ from pathlib import Path
 from typing import Any
 
 VIOLATIONS = ("lost", "duplicated", "misplaced", "reordered", "offsets_backwards", "phantom_reads")
-NOTES = ("written_after_failure", "redelivered", "offset_gaps", "expired", "unconsumed")
+NOTES = (
+    "written_after_failure",
+    "redelivered",
+    "offset_gaps",
+    "expired",
+    "expired_unread",
+    "unconsumed",
+)
 EXAMPLES = 5
 
 Event = Mapping[str, Any]
@@ -110,6 +118,7 @@ def check(events: Iterable[Event], *, require_consumed: bool = False) -> Report:
         return event["offset"] < log_start.get(event["partition"], 0)
 
     acks = _drop_expired(report, by_op["ack"], expired)
+    _check_expired_reads(report, [e for e in by_op["ack"] if expired(e)], by_op["poll"])
     _check_producers(report, acks, by_op["fail"], final)
     consumer_events = [e for e in by_op["consumer"] if e["op"] == "assign" or not expired(e)]
     _check_consumers(report, consumer_events, final)
@@ -130,6 +139,24 @@ def _drop_expired(
         else:
             kept.append(event)
     return kept
+
+
+def _check_expired_reads(report: Report, acks: list[Event], polls: list[Event]) -> None:
+    """Records retention deleted are checked against what consumers read before: a read at
+    an acknowledged position must be the acknowledged value (else it is misplaced); an
+    acknowledged record no consumer read before it went is counted (``expired_unread``)."""
+    read: dict[Position, set[str]] = defaultdict(set)
+    for event in polls:
+        read[(event["partition"], event["offset"])].add(event["value"])
+    for event in acks:
+        position = (event["partition"], event["offset"])
+        values = read.get(position)
+        if not values:
+            report.add("expired_unread", f"{event['value']} at {position}")
+        elif values != {event["value"]}:
+            report.add(
+                "misplaced", f"{event['value']} acknowledged at {position}, read there: {values}"
+            )
 
 
 def _check_final(report: Report, events: list[Event]) -> dict[Position, str]:

@@ -115,8 +115,21 @@ def test_records_below_the_log_start_offset_are_expired_not_lost() -> None:
     ]
     report = history_check.check(history, require_consumed=True)
     assert report.ok, report.summary()
-    assert dict(report.counts) == {"expired": 2}
+    assert dict(report.counts) == {"expired": 2, "expired_unread": 1}  # p0:0 went unread
     assert report.acked == 3
+
+
+def test_an_expired_record_read_with_another_value_is_misplaced() -> None:
+    history = [
+        ack("p0:0", 0, 0),
+        ack("p0:1", 0, 1),
+        assign("c0", 0),
+        poll("c0", "p0:9", 0, 0),  # not what was acknowledged there
+        poll("c0", "p0:1", 0, 1),
+        final("p0:1", 0, 1),
+        {"op": "log_start", "partition": 0, "offset": 1},
+    ]
+    assert counts(history)["misplaced"] == 1
 
 
 def test_a_record_lost_above_the_log_start_offset_is_still_lost() -> None:
