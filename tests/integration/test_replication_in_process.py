@@ -112,6 +112,13 @@ def scenario(test: Callable[[Cluster], Awaitable[None]]) -> Callable[..., None]:
             try:
                 for broker_id in range(3):
                     await cluster.start(broker_id)
+                # A broker learns of the others through the metadata store's watches.
+                await eventually(
+                    lambda: all(
+                        len(broker.cluster.live_brokers()) == 3
+                        for broker in cluster.brokers.values()
+                    )
+                )
                 await cluster.any().topics.create(TOPIC, num_partitions=2, replication_factor=3)
                 # Each broker makes its logs as it learns of the topic, off the event loop.
                 await eventually(
