@@ -304,6 +304,8 @@ async def start_brokers(root: Path, ensemble: BuiltinEnsemble) -> dict[int, Brok
         }
         started[broker_id] = Broker(BrokerConfig.load(None, settings))
         await started[broker_id].start()
+    # A broker learns of the others through the store's watches.
+    await eventually(lambda: all(len(b.cluster.live_brokers()) == 3 for b in started.values()))
     return started
 
 

@@ -35,6 +35,6 @@ def test_five_minutes_of_use_with_a_kill_every_minute(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "report.json").read_text())
     print(summary)
     assert report["kills"] >= 3
-    assert report["group_changes"] >= 8
+    assert report["group_changes"] >= 5
     assert report["retained"]["acknowledged"] > 0
     assert report["samples"], "the broker was never sampled"
