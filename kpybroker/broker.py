@@ -80,6 +80,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HOUSEKEEPING_INTERVAL_S = 1.0
+#: How long a starting broker waits for the logs it is assigned and lacks before it serves
+#: anyway (a log directory that cannot make them must not keep it down).
+STARTUP_LOGS_WAIT_S = 60.0
 
 
 def open_metadata_store(config: BrokerConfig) -> MetadataStore:
@@ -275,6 +278,7 @@ class Broker:
         self.remove_stray_logs()
         for name in list(self.cluster.topics()):
             self.replicas.apply_topic(name)
+        await self.replicas.wait_all_hosted(STARTUP_LOGS_WAIT_S)
         await self.controller.start()
         # Before the group coordinator: loading share groups may ask the persister.
         await self.share_coordinator.start()

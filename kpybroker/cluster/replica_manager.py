@@ -212,6 +212,19 @@ class ReplicaManager:
 
         return done() or await self._creator.wait(done, timeout_s)
 
+    async def wait_all_hosted(self, timeout_s: float) -> bool:
+        """Until every partition assigned here has its log; False (logged) after
+        ``timeout_s`` for a topic. A Kafka broker stays fenced until it has applied the
+        metadata it found, logs included; this one serves once it has them, so that a
+        client's first request after a restart finds every partition it was told of."""
+        for name, meta in list(self._cluster.topics().items()):
+            if not await self.wait_hosted(name, list(meta.partitions), timeout_s):
+                log.warning(
+                    "%s: logs of this broker's partitions not made in %.0f s", name, timeout_s
+                )
+                return False
+        return True
+
     def _transition(self, partition: Partition, transition: Transition) -> None:
         if transition is Transition.NONE:
             return
