@@ -24,7 +24,7 @@ from benchlib import procstat, wire
 from benchlib.plan import KAFKA_HEAP, KAFKA_SETTINGS, KPYBROKER_SETTINGS
 from benchlib.results import KAFKA, KPYBROKER
 from tests.helpers.brokers import KpyBroker, ManagedBroker
-from tests.helpers.process import REPO_ROOT
+from tests.helpers.process import REPO_ROOT, rss_bytes
 from tests.helpers.reference_kafka import ReferenceKafka, SecureReferenceKafka
 from tests.helpers.secure_broker import Credentials, SecureKpyBroker
 
@@ -83,7 +83,7 @@ class Measured(ManagedBroker):
         return procstat.cpu_seconds(self.pid)
 
     def rss_bytes(self) -> int:
-        return procstat.rss_bytes(self.pid)
+        return rss_bytes(self.pid)
 
 
 def bytecode_env(env: dict[str, str], pycache: Path = PYCACHE) -> dict[str, str]:

@@ -91,15 +91,6 @@ class CpuTrace:
         return self.at(end) - self.at(start)
 
 
-def rss_bytes(pid: int) -> int:
-    """The process's resident set size."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise ValueError(f"no VmRSS for pid {pid}")
-
-
 @dataclass(frozen=True)
 class Machine:
     """What the doc says about where the numbers come from."""

@@ -7,9 +7,10 @@ process lifetime (an incarnation) as well as over the whole run.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from statistics import median
+
+from tests.helpers.process import open_fds, rss_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,12 +24,9 @@ class Sample:
 def sample(pid: int, seconds: float) -> Sample | None:
     """One sample of process ``pid``; None when it is gone (killed between two looks)."""
     try:
-        with open(f"/proc/{pid}/status") as status:
-            rss_kib = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
-        open_fds = len(os.listdir(f"/proc/{pid}/fd"))
-    except (FileNotFoundError, ProcessLookupError, StopIteration):
+        return Sample(seconds, pid, rss_bytes(pid), open_fds(pid))
+    except (FileNotFoundError, ProcessLookupError):
         return None
-    return Sample(seconds, pid, rss_kib * 1024, open_fds)
 
 
 def slope_per_hour(points: list[tuple[float, float]]) -> float | None:

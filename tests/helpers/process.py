@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import time
@@ -89,3 +90,17 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {message}")
         time.sleep(interval)
+
+
+def rss_bytes(pid: int) -> int:
+    """Process ``pid``'s resident set size (``VmRSS``); FileNotFoundError when it is gone."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise FileNotFoundError(f"no VmRSS for pid {pid}")
+
+
+def open_fds(pid: int) -> int:
+    """How many descriptors process ``pid`` has open; FileNotFoundError when it is gone."""
+    return len(os.listdir(f"/proc/{pid}/fd"))

@@ -12,7 +12,6 @@ limit wait, with one warning in the log, and are served once others close.
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import sys
 import threading
@@ -27,6 +26,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from tests.helpers.brokers import KpyBroker, Overrides
 from tests.helpers.clients import ConfluentClient
 from tests.helpers.log_life import create_topic, wait_until
+from tests.helpers.process import open_fds
 from tests.helpers.wire import RawConnection
 
 LIMIT = 256
@@ -58,7 +58,7 @@ class LimitedBroker(KpyBroker):
 
     def open_descriptors(self) -> int:
         assert self.process is not None
-        return len(os.listdir(f"/proc/{self.process.pid}/fd"))
+        return open_fds(self.process.pid)
 
 
 class DescriptorWatch:
