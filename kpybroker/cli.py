@@ -21,6 +21,7 @@ from kpybroker import __version__
 from kpybroker.broker import Broker
 from kpybroker.config import BrokerConfig, ConfigError, Listener
 from kpybroker.log.open_files import raise_open_files_limit
+from kpybroker.server.listener import BindError
 
 log = logging.getLogger("kpybroker")
 
@@ -118,7 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     log.info("kpybroker %s on Python %s (%s)", __version__, sys.version.split()[0], loop_name)
     raise_open_files_limit()
     with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory) as loop:
-        loop.run(run(config))
+        try:
+            loop.run(run(config))
+        except BindError as exc:
+            # A fatal start-up error, not a bug: one line, no traceback (as Kafka logs it).
+            log.error("Fatal error during broker startup, shutting down: %s", exc.strerror)
+            return 1
     return 0
 
 

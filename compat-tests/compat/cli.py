@@ -75,10 +75,16 @@ def summary_line(result: SuiteResult) -> str:
 
 
 def failure_details(results: list[SuiteResult], max_lines: int = 12) -> list[str]:
-    """The first lines of each failing (or flaky) test's message, for a CI log that keeps
-    only its tail."""
+    """The first lines of each failing (or flaky) test's message, and the end of each
+    suite problem that says more than one line (a broker that did not start: its
+    output), for a CI log that keeps only its tail."""
     lines = []
     for result in results:
+        for problem in result.problems:
+            more = problem.strip().splitlines()
+            if len(more) > 1:
+                lines.append(f"--- {result.suite}: {more[0][:240]}")
+                lines.extend(f"    {line[:240]}" for line in more[1:][-3 * max_lines :])
         for test in result.tests:
             if test.status in ("failed", "flaky") and test.message:
                 lines.append(f"--- {result.suite}: {test.id}")

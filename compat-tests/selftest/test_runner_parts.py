@@ -136,3 +136,12 @@ def test_failure_details_keep_the_exception_and_the_end_of_its_traceback() -> No
     assert lines[1].strip() == "KafkaTimeoutError: 30 s"
     assert lines[-1].strip() == "E  raise"
     assert len(lines) == 1 + 2 + 1 + 3
+
+
+def test_failure_details_show_the_end_of_a_broker_that_did_not_start() -> None:
+    output = "\n".join(f"log line {n}" for n in range(100))
+    result = SuiteResult(suite="aiokafka", title="", target="kpybroker", command="")
+    result.problems = [f"BrokerStartError: did not become ready\n--- its output ---\n{output}"]
+    lines = failure_details([result], max_lines=5)
+    assert lines[0] == "--- aiokafka: BrokerStartError: did not become ready"
+    assert [line.strip() for line in lines[1:]] == [f"log line {n}" for n in range(85, 100)]

@@ -48,6 +48,13 @@ async def start_listener(
     return Acceptor(settings.name, sockets, new_connection)
 
 
+class BindError(OSError):
+    """A listener's address could not be bound: the broker cannot start (Kafka's message)."""
+
+    def __init__(self, errno: int | None, host: str, port: int, reason: str | None) -> None:
+        super().__init__(errno, f"Socket server failed to bind to {host}:{port}: {reason}.")
+
+
 async def bind(host: str, port: int, backlog: int) -> list[socket.socket]:
     """A listening socket for each address of ``host`` (every interface when empty), as
     ``loop.create_server`` binds them: ``SO_REUSEADDR``, IPv6 sockets IPv6 only."""
@@ -65,9 +72,7 @@ async def bind(host: str, port: int, backlog: int) -> list[socket.socket]:
             try:
                 sock.bind(address)
             except OSError as exc:
-                raise OSError(
-                    exc.errno, f"error while attempting to bind on address {address!r}: {exc}"
-                ) from None
+                raise BindError(exc.errno, address[0], address[1], exc.strerror) from None
             sock.listen(backlog)
             sock.setblocking(False)
     except BaseException:

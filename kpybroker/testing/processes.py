@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import random
 import re
 import signal
 import socket
@@ -24,12 +25,47 @@ def _kill_leftovers() -> None:
         child.kill()
 
 
+#: The lowest port :func:`free_port` hands out (above the well-known services' ports).
+LOWEST_PICKED_PORT = 10000
+_picker = random.Random()  # its own state: a test seeding ``random`` never repeats ports
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that nothing listens on right now (for servers that
-    cannot bind port 0 and report it, like ZooKeeper)."""
+    """A TCP port on ``host`` that nothing uses right now (for servers that cannot
+    bind port 0 and report it, like ZooKeeper).
+
+    Picked below the kernel's ephemeral range when there is room there: a port the
+    kernel hands out for port 0 is also what it gives the next outgoing connection,
+    so between this pick and the server's bind a client's socket could take it, and
+    the server would fail to start (a rare failure seen in CI).
+    """
+    lowest_ephemeral = _lowest_ephemeral_port()
+    if lowest_ephemeral - LOWEST_PICKED_PORT >= 1000:
+        for _ in range(50):
+            port = _picker.randrange(LOWEST_PICKED_PORT, lowest_ephemeral)
+            if _bindable(host, port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _lowest_ephemeral_port() -> int:
+    """Where the kernel's range of ports for outgoing connections starts (Linux's default
+    when it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 class StartError(RuntimeError):
