@@ -18,17 +18,22 @@ figure compared between the two brokers). Then it checks that Metadata lists eve
 partition with a leader.
 
 A stalled event loop shows as few answers with a p99 as long as the stall.
+
+With ``--traffic`` one record is then produced to every partition and read back,
+and the broker's RSS and open descriptors are printed (under this process's
+``RLIMIT_NOFILE``, which the broker inherits).
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +46,7 @@ from kpybroker.protocol.messages.list_offsets import (  # noqa: E402
 )
 from tests.helpers.brokers import launcher  # noqa: E402
 from tests.helpers.groups_wire import Wire  # noqa: E402
+from tests.helpers.process import open_fds, rss_bytes  # noqa: E402
 from tests.helpers.request_probe import RequestProbe  # noqa: E402
 
 PROBE_TOPIC = "probe"
@@ -93,9 +99,49 @@ def wait_all_answering(bootstrap: str, topics: list[str], partitions: int) -> No
                 time.sleep(0.05)
 
 
-def run(partitions: int, topics: int, target: str) -> float | None:
-    """One creation on a fresh ``target`` broker; the seconds CreateTopics took to answer,
-    or None when it failed."""
+def traffic(bootstrap: str, topics: list[str], partitions: int) -> None:
+    """One record produced to every partition (acks=all), then every one consumed back;
+    SystemExit when a record is not acknowledged or not read."""
+    each, extra = divmod(partitions, len(topics))
+    targets = [(name, p) for i, name in enumerate(topics) for p in range(each + (i < extra))]
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 50,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    failed: list[object] = []
+    for name, p in targets:
+        producer.produce(
+            name,
+            f"{name}-{p}".encode(),
+            partition=p,
+            on_delivery=lambda e, _m: e and failed.append(e),
+        )
+        producer.poll(0)
+    if producer.flush(600) or failed:
+        raise SystemExit(f"{len(failed)} records not acknowledged, e.g. {failed[:1]}")
+    del producer
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "creation-bench", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(name, p, 0) for name, p in targets])
+    unread = {f"{name}-{p}".encode() for name, p in targets}
+    deadline = time.monotonic() + 600
+    while unread and time.monotonic() < deadline:
+        for message in consumer.consume(10_000, timeout=1):
+            if message.error() is None:
+                unread.discard(message.value())
+    consumer.close()
+    if unread:
+        raise SystemExit(f"{len(unread)} of {len(targets)} records not read back in 600 s")
+
+
+def run(partitions: int, topics: int, target: str, with_traffic: bool) -> float | None:
+    """One creation on a fresh ``target`` broker; the seconds until every new partition
+    was served, or None when CreateTopics failed."""
     with tempfile.TemporaryDirectory() as root, launcher(Path(root), target) as brokers:
         broker = brokers()
         # A stalled broker must not make the admin client give up on its request.
@@ -129,6 +175,16 @@ def run(partitions: int, topics: int, target: str) -> float | None:
                 print(f"    failures: {len(answers.failures)}, e.g. {answers.failures[0]}")
         if outcome == "answered" and not all_led(admin, names, partitions):
             raise SystemExit("some partitions have no leader")
+        if outcome == "answered" and with_traffic:
+            sending = time.monotonic()
+            traffic(broker.bootstrap, names, partitions)
+            pid = broker.process.pid
+            print(
+                f"  one record produced to every partition and read back in "
+                f"{time.monotonic() - sending:.1f} s; then the broker's RSS "
+                f"{rss_bytes(pid) / 2**20:.0f} MiB, {open_fds(pid)} open descriptors "
+                f"(limit {resource.getrlimit(resource.RLIMIT_NOFILE)[1]})"
+            )
         del admin  # closes its connections while the broker is still there
         return served - started if outcome == "answered" else None
 
@@ -139,12 +195,18 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=1)
     parser.add_argument("--target", choices=("kpybroker", "kafka", "both"), default="kpybroker")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--traffic",
+        action="store_true",
+        help="then produce a record to every partition, read them all back, and print the "
+        "broker's RSS and open descriptors",
+    )
     args = parser.parse_args()
     targets = ("kpybroker", "kafka") if args.target == "both" else (args.target,)
     took: dict[str, list[float | None]] = {target: [] for target in targets}
     for _ in range(args.rounds):
         for target in targets:
-            took[target].append(run(args.partitions, args.topics, target))
+            took[target].append(run(args.partitions, args.topics, target, args.traffic))
     if len(targets) == 2:
         print("every partition answering after (s), by round:")
         for target, seconds in took.items():
