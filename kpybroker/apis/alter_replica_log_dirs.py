@@ -9,7 +9,8 @@ created in that directory when it comes; otherwise success, and the move runs
 in the background (``kpybroker.log.log_dir_moves``), which DescribeLogDirs
 shows as a future replica in the target directory until it is done. A
 partition already in the directory is a success with nothing to do (and stops
-a move of it elsewhere).
+a move of it elsewhere). A partition named under several directories goes to
+the last one, and is answered once.
 
 It needs ALTER on the cluster: a refusal gives every partition
 CLUSTER_AUTHORIZATION_FAILED, as Kafka's ``KafkaApis`` answers.
@@ -37,18 +38,19 @@ async def handle_alter_replica_log_dirs(
     ctx: RequestContext, request: AlterReplicaLogDirsRequest
 ) -> AlterReplicaLogDirsResponse:
     allowed = ctx.authorize_cluster(AclOperation.ALTER)
+    # As Kafka: one destination per partition, the last one named.
+    destinations = {
+        (topic.name, index): wanted.path
+        for wanted in request.dirs
+        for topic in wanted.topics
+        for index in topic.partitions
+    }
     by_topic: dict[str, list[AlterReplicaLogDirPartitionResult]] = defaultdict(list)
-    for wanted in request.dirs:
-        for topic in wanted.topics:
-            for index in topic.partitions:
-                error = (
-                    move(ctx, wanted.path, topic.name, index)
-                    if allowed
-                    else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-                )
-                by_topic[topic.name].append(
-                    AlterReplicaLogDirPartitionResult(partition_index=index, error_code=error)
-                )
+    for (topic, index), path in destinations.items():
+        error = move(ctx, path, topic, index) if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        by_topic[topic].append(
+            AlterReplicaLogDirPartitionResult(partition_index=index, error_code=error)
+        )
     return AlterReplicaLogDirsResponse(
         results=[
             AlterReplicaLogDirTopicResult(topic_name=name, partitions=partitions)
