@@ -6,10 +6,10 @@ from the current log the way a follower fills its log from a leader: whole
 batches, byte for byte, with their offsets and leader epochs, so that the
 future log builds its own indexes, producer state (idempotence) and
 transaction index as it goes. The copy reads at most ``CHUNK_BYTES`` at a
-time and runs in a worker thread, at most
-``replica.alter.log.dirs.io.max.bytes.per.second`` (Kafka's quota on moves);
-the event loop only looks up where the next chunk lies. A new future segment starts wherever the current log has one, so
-segment files keep their names.
+time, in a worker thread, at most ``replica.alter.log.dirs.io.max.bytes.per.second``
+(Kafka's quota on moves); the event loop only looks up where the next chunk
+lies. A new future segment starts wherever the current log has one, so segment
+files keep their names.
 
 When the future log has caught up (its log end is the current one's, checked
 on the loop, where no append can interleave), the swap runs on the loop in one
@@ -38,12 +38,12 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kpybroker.log.checkpoint import fsync_dir
-from kpybroker.log.compaction_pass import Throttler
 from kpybroker.log.log_config import DOUBLE_MAX, LONG_MAX
 from kpybroker.log.names import (
     delete_dir_name,
@@ -65,6 +65,27 @@ TopicPartition = tuple[str, int]
 CHUNK_BYTES = 1024 * 1024
 
 
+class CopyRate:
+    """Holds a move's copy to ``max_bytes_per_second`` from its start: before each chunk,
+    sleeps until the bytes copied so far are within the rate (a strict bound, unlike the
+    cleaner's sampled ``Throttler``, so that a small log moves no faster than asked)."""
+
+    def __init__(self, max_bytes_per_second: float, stopped: threading.Event) -> None:
+        self._rate = max_bytes_per_second
+        self._stopped = stopped
+        self._started = time.monotonic()
+        self._copied = 0
+
+    def wait_for(self, nbytes: int) -> None:
+        """Count ``nbytes`` about to be copied, sleeping first while the copy is ahead of the
+        rate; a stopped move wakes at once."""
+        if self._rate < DOUBLE_MAX:
+            ahead = self._copied / self._rate - (time.monotonic() - self._started)
+            if ahead > 0:
+                self._stopped.wait(ahead)
+        self._copied += nbytes
+
+
 @dataclass(eq=False)
 class LogDirMove:
     """One partition's move: its current log, the future log, and whether the copy must
@@ -74,7 +95,7 @@ class LogDirMove:
     current: PartitionLog
     future: PartitionLog
     target_dir: Path
-    throttler: Throttler
+    rate: CopyRate
     restart: bool = False
     #: Set when the move stops: cuts a throttling sleep in the worker thread short.
     stopped: threading.Event = field(default_factory=threading.Event)
@@ -127,7 +148,7 @@ class LogDirMoves:
         future = self._open_log(target_dir / future_dir_name(partition_dir_name(*tp)), current)
         stopped = threading.Event()
         move = LogDirMove(
-            tp, current, future, target_dir, Throttler(self._rate, stopped), stopped=stopped
+            tp, current, future, target_dir, CopyRate(self._rate, stopped), stopped=stopped
         )
         self.moves[tp] = move
         previous_hook = current.before_truncation
@@ -190,7 +211,7 @@ class LogDirMoves:
         chunk = current.read(
             future.log_end_offset, CHUNK_BYTES, current.log_end_offset, min_one_message=True
         )
-        await asyncio.to_thread(_copy_chunk, chunk, future, move.throttler)
+        await asyncio.to_thread(_copy_chunk, chunk, future, move.rate)
         if move.stopped.is_set():
             raise asyncio.CancelledError
         return False
@@ -215,7 +236,7 @@ class LogDirMoves:
         log.info("%s: log moved to %s", current.name, move.target_dir)
 
 
-def _copy_chunk(chunk: ReadResult, future: PartitionLog, throttler: Throttler) -> None:
+def _copy_chunk(chunk: ReadResult, future: PartitionLog, rate: CopyRate) -> None:
     """Append a chunk of the current log to the future log (in a worker thread), first
     rolling the future log where the current one starts a segment (a read never spans
     two segments), at the same base offset.
@@ -225,8 +246,8 @@ def _copy_chunk(chunk: ReadResult, future: PartitionLog, throttler: Throttler) -
     the swap then gives it the current log start offset."""
     if not chunk.parts:
         return
+    rate.wait_for(len(chunk))
     data = chunk.read_bytes()
-    throttler.maybe_throttle(len(data))
     segment_base = offset_from_filename(chunk.parts[0].source.path.name)
     if segment_base is None:
         raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"not a segment: {chunk.parts[0]}")
