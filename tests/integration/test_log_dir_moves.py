@@ -1,6 +1,7 @@
 """Moving a partition between a broker's two log directories while producers write:
 kafka-python's ``alter_replica_log_dirs`` and ``describe_log_dirs``, Kafka's
-kafka-reassign-partitions with ``log_dirs``, and a SIGKILL in the middle of a move.
+kafka-reassign-partitions with ``log_dirs``, a SIGKILL in the middle of a move, and a
+follower in a three-broker ZooKeeper cluster whose log moves while it replicates.
 
 The move is throttled (``replica.alter.log.dirs.io.max.bytes.per.second``) so that it
 lasts seconds on a log of a few MB: long enough to see it as a future replica, with no
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,9 +21,14 @@ from confluent_kafka import Producer
 from kafka import KafkaAdminClient, TopicPartitionReplica
 from kafka.errors import NoError
 
+from kpybroker.protocol.records import iter_batches, iter_records
 from tests.helpers.brokers import ManagedBroker
 from tests.helpers.clients import ConfluentClient
 from tests.helpers.log_life import consume_all, create_topic, wait_until
+from tests.helpers.replication_cluster import ReplicatedCluster, zookeeper
+from tests.helpers.zookeeper import ZooKeeperServer
+
+__all__ = ["zookeeper"]  # a fixture
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -41,10 +48,9 @@ def two_dir_broker(broker_factory, tmp_path: Path) -> tuple[ManagedBroker, list[
     return broker, dirs
 
 
-def preload(broker: ManagedBroker, topic: str) -> None:
-    """A topic of one partition holding a few MB (several segments)."""
-    create_topic(broker.bootstrap, topic, {})
-    producer = Producer(ConfluentClient.producer_config(broker.bootstrap, idempotent=True))
+def preload(bootstrap: str, topic: str) -> None:
+    """Write a few MB (several segments) to partition 0 of ``topic``."""
+    producer = Producer(ConfluentClient.producer_config(bootstrap, idempotent=True))
     for i in range(PRELOAD_RECORDS):
         producer.produce(topic, key=f"pre-{i}".encode(), value=VALUE, partition=0)
         producer.poll(0)
@@ -133,7 +139,8 @@ def only_partition_dir(dirs: list[Path], topic: str) -> Path:
 
 def test_a_partition_moves_while_a_producer_writes(broker_factory, tmp_path) -> None:
     broker, dirs = two_dir_broker(broker_factory, tmp_path)
-    preload(broker, "moving")
+    create_topic(broker.bootstrap, "moving", {})
+    preload(broker.bootstrap, "moving")
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     ((source, _),) = placement(admin, "moving")
     target = next(str(d) for d in dirs if str(d) != source)
@@ -160,7 +167,8 @@ def test_a_partition_moves_while_a_producer_writes(broker_factory, tmp_path) -> 
 
 def test_a_kill_during_a_move_loses_no_acknowledged_record(broker_factory, tmp_path) -> None:
     broker, dirs = two_dir_broker(broker_factory, tmp_path)
-    preload(broker, "killed")
+    create_topic(broker.bootstrap, "killed", {})
+    preload(broker.bootstrap, "killed")
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     ((source, _),) = placement(admin, "killed")
     target = next(str(d) for d in dirs if str(d) != source)
@@ -188,7 +196,8 @@ def test_kafka_reassign_partitions_moves_a_replica_between_log_dirs(
     broker_factory, tmp_path, java_tool
 ) -> None:
     broker, dirs = two_dir_broker(broker_factory, tmp_path)
-    preload(broker, "reassigned")
+    create_topic(broker.bootstrap, "reassigned", {})
+    preload(broker.bootstrap, "reassigned")
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     ((source, _),) = placement(admin, "reassigned")
     target = next(str(d) for d in dirs if str(d) != source)
@@ -218,3 +227,72 @@ def test_kafka_reassign_partitions_moves_a_replica_between_log_dirs(
     assert placement(admin, "reassigned") == {(target, False)}
     admin.close()
     assert only_partition_dir(dirs, "reassigned") == Path(target)
+
+
+@pytest.fixture
+def two_dir_cluster(tmp_path: Path, zookeeper: ZooKeeperServer) -> Iterator[ReplicatedCluster]:
+    """Three brokers on ZooKeeper, each with two log directories."""
+    cluster = ReplicatedCluster(tmp_path, zookeeper)
+    for broker in cluster.brokers.values():
+        dirs = [broker.base_dir / "first", broker.base_dir / "second"]
+        broker.overrides["log.dirs"] = ",".join(str(d.resolve()) for d in dirs)
+        broker.overrides[THROTTLE] = str(RATE)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        problems = cluster.close()
+    assert not problems, "\n\n".join(problems)
+
+
+def records_in(partition_dir: Path) -> list[tuple[int, bytes]]:
+    """``(offset, key)`` of every record in a copy of a partition, from its files."""
+    found = []
+    for path in sorted(partition_dir.glob("*.log")):
+        data = path.read_bytes()
+        for pos, header in iter_batches(data):
+            found += [(r.offset, r.key or b"") for r in iter_records(data[pos : pos + header.size])]
+    return found
+
+
+def test_a_follower_keeps_replicating_while_its_log_moves(
+    two_dir_cluster: ReplicatedCluster,
+) -> None:
+    cluster = two_dir_cluster
+    cluster.create_topic("followed", 1, 3)
+    leader_id = cluster.state("followed", 0).leader
+    follower_id = next(i for i in cluster.brokers if i != leader_id)
+    follower = cluster.brokers[follower_id]
+    preload(cluster.bootstrap, "followed")
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+
+    def follower_placement() -> set[tuple[str, bool]]:
+        (described,) = admin.describe_log_dirs(brokers=[follower_id])
+        return {
+            (d["log_dir"], p["is_future_key"])
+            for d in described["log_dirs"]
+            for t in d["topics"]
+            if t["name"] == "followed"
+            for p in t["partitions"]
+        }
+
+    ((source, _),) = follower_placement()
+    target = next(
+        str(d.resolve())
+        for d in (follower.base_dir / "first", follower.base_dir / "second")
+        if str(d.resolve()) != source
+    )
+    writer = Writer(cluster.bootstrap, "followed").start()
+    replica = TopicPartitionReplica("followed", 0, follower_id)
+    assert admin.alter_replica_log_dirs({replica: target}) == {replica: NoError}
+    wait_until(lambda: (target, True) in follower_placement(), "the move is under way")
+    wait_until(lambda: follower_placement() == {(target, False)}, "the move", timeout=90)
+    writer.stop()
+    admin.close()
+    cluster.wait_for_full_isr("followed", 1)
+    leader_records = [
+        (offset, key) for offset, (key, _) in consume_all(cluster.bootstrap, "followed")
+    ]
+    moved = Path(target) / "followed-0"
+    wait_until(lambda: records_in(moved) == leader_records, "the moved replica has every record")
+    assert not (Path(source) / "followed-0").exists()
