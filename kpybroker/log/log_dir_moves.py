@@ -232,7 +232,7 @@ class LogDirMoves:
         fsync_dir(final.parent)
         current.continue_as(self._open_log(final, current))
         del self.moves[tp]
-        asyncio.get_running_loop().run_in_executor(None, shutil.rmtree, retired, True)
+        _delete_in_background(retired)
         log.info("%s: log moved to %s", current.name, move.target_dir)
 
 
@@ -267,7 +267,18 @@ def _discard(future: PartitionLog) -> None:
     directory.rename(retired)
     fsync_dir(directory.parent)
     future.release_descriptors()
-    shutil.rmtree(retired, ignore_errors=True)
+    _delete_in_background(retired)
+
+
+def _delete_in_background(directory: Path) -> None:
+    """Delete a directory renamed ``…-delete`` in a worker thread (a big log takes a while);
+    with no event loop (a test), now. What is left is removed at the next start."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        shutil.rmtree(directory, ignore_errors=True)
+        return
+    loop.run_in_executor(None, shutil.rmtree, directory, True)
 
 
 def settle_future_dirs(log_dirs: Iterable[Path]) -> list[Path]:

@@ -844,6 +844,8 @@ class PartitionLog:
         self.name = moved.name
         self.segments = moved.segments
         self.epoch_cache = moved.epoch_cache
+        # Transactional writes verified with the coordinator but not yet appended go on.
+        moved.producer_state.verifications.update(self.producer_state.verifications)
         self.producer_state = moved.producer_state
         self.log_start_offset = moved.log_start_offset
         self.log_end_offset = moved.log_end_offset
