@@ -228,8 +228,12 @@ class LogDirMoves:
         retired = old.with_name(delete_dir_name(old.name))
         old.rename(retired)
         fsync_dir(old.parent)
-        future.directory.rename(final)
-        fsync_dir(final.parent)
+        try:
+            future.directory.rename(final)
+            fsync_dir(final.parent)
+        except OSError:
+            retired.rename(old)  # the current log stays the partition's; the move is stopped
+            raise
         current.continue_as(self._open_log(final, current))
         del self.moves[tp]
         _delete_in_background(retired)
@@ -259,14 +263,19 @@ def _copy_chunk(chunk: ReadResult, future: PartitionLog, rate: CopyRate) -> None
 
 
 def _discard(future: PartitionLog) -> None:
-    """Rename a future log ``…-delete`` (atomic for a restart), then delete it."""
-    directory = future.directory
-    if not directory.exists():
-        return
-    retired = directory.with_name(delete_dir_name(directory.name))
-    directory.rename(retired)
-    fsync_dir(directory.parent)
+    """Rename a future log ``…-delete`` (atomic for a restart), then delete it. A disk error
+    is logged: the next start discards what is left of an unfinished move anyway."""
     future.release_descriptors()
+    directory = future.directory
+    retired = directory.with_name(delete_dir_name(directory.name))
+    try:
+        directory.rename(retired)
+        fsync_dir(directory.parent)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        log.warning("could not remove %s: %s", directory, exc)
+        return
     _delete_in_background(retired)
 
 
