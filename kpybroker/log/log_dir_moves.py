@@ -97,6 +97,8 @@ class LogDirMove:
     target_dir: Path
     rate: CopyRate
     restart: bool = False
+    #: The current log's truncation hook before the move chained its own.
+    previous_hook: Callable[[], None] = field(default=lambda: None, repr=False)
     #: Set when the move stops: cuts a throttling sleep in the worker thread short.
     stopped: threading.Event = field(default_factory=threading.Event)
     task: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -133,10 +135,6 @@ class LogDirMoves:
     def __iter__(self) -> Iterator[LogDirMove]:
         return iter(list(self.moves.values()))
 
-    def target_of(self, tp: TopicPartition) -> Path | None:
-        move = self.moves.get(tp)
-        return None if move is None else move.target_dir
-
     def start(self, tp: TopicPartition, current: PartitionLog, target_dir: Path) -> None:
         """Move ``current`` to ``target_dir``, replacing a move elsewhere (as Kafka does
         when the destination changes); a move already headed there goes on."""
@@ -151,7 +149,7 @@ class LogDirMoves:
             tp, current, future, target_dir, CopyRate(self._rate, stopped), stopped=stopped
         )
         self.moves[tp] = move
-        previous_hook = current.before_truncation
+        previous_hook = move.previous_hook = current.before_truncation
 
         def on_truncation() -> None:
             previous_hook()
@@ -159,7 +157,7 @@ class LogDirMoves:
 
         current.before_truncation = on_truncation
         move.task = asyncio.get_running_loop().create_task(
-            self._run(move, previous_hook), name=f"log-dir-move-{future.name}"
+            self._run(move), name=f"log-dir-move-{future.name}"
         )
         log.info("%s-%d: moving its log to %s", *tp, target_dir)
 
@@ -169,36 +167,36 @@ class LogDirMoves:
         The future directory is renamed ``…-delete`` at once, so that no later start takes it
         for a finished move; it is deleted once the copy step in flight has returned.
         """
-        move = self.moves.pop(tp, None)
+        move = self.moves.get(tp)
         if move is None:
             return
-        move.stopped.set()
-        if move.task is not None and move.task is not asyncio.current_task():
-            move.task.cancel()
+        self._end(move)
         _discard(move.future)
         log.info("%s-%d: move to %s stopped", *tp, move.target_dir)
 
     def close(self) -> None:
         """Broker shutdown: stop every move (their future logs are discarded at the next start)."""
         for move in list(self.moves.values()):
-            move.stopped.set()
-            if move.task is not None:
-                move.task.cancel()
+            self._end(move)
             move.future.release_descriptors()
-        self.moves.clear()
 
-    async def _run(self, move: LogDirMove, previous_hook: Callable[[], None]) -> None:
+    def _end(self, move: LogDirMove) -> None:
+        """Forget a move, now: its task stops (unless it is the caller) and the current
+        log's truncation hook is what it was, before any new move of it chains its own."""
+        del self.moves[move.topic_partition]
+        move.stopped.set()
+        if move.task is not None and move.task is not asyncio.current_task():
+            move.task.cancel()
+        move.current.before_truncation = move.previous_hook
+
+    async def _run(self, move: LogDirMove) -> None:
         try:
             while not await self._step(move):
                 pass
             self._swap(move)
-        except asyncio.CancelledError:
-            raise
         except (OSError, KafkaError):
             log.exception("%s: moving the log to %s failed", move.current.name, move.target_dir)
             self.cancel(move.topic_partition)
-        finally:
-            move.current.before_truncation = previous_hook
 
     async def _step(self, move: LogDirMove) -> bool:
         """Copy one chunk; True once the future log has caught up (checked on the loop)."""
@@ -230,12 +228,17 @@ class LogDirMoves:
         fsync_dir(old.parent)
         try:
             future.directory.rename(final)
-            fsync_dir(final.parent)
         except OSError:
             retired.rename(old)  # the current log stays the partition's; the move is stopped
             raise
+        # From here the new directory is the partition's: a failed fsync only risks that a
+        # crash finds the swap undone, which the next start completes (settle_future_dirs).
+        try:
+            fsync_dir(final.parent)
+        except OSError as exc:
+            log.warning("%s: fsync of %s failed: %s", current.name, final.parent, exc)
         current.continue_as(self._open_log(final, current))
-        del self.moves[tp]
+        self._end(move)
         _delete_in_background(retired)
         log.info("%s: log moved to %s", current.name, move.target_dir)
 

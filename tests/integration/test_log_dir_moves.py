@@ -35,7 +35,7 @@ pytestmark = pytest.mark.timeout(180)
 REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
 #: Bytes per second a move copies: the few MB written first take seconds to move.
-RATE = 1_000_000
+RATE = 600_000
 PRELOAD_RECORDS = 3000
 VALUE = b"v" * 1000
 

@@ -214,3 +214,23 @@ def test_a_restart_completes_a_swap_the_crash_interrupted(tmp_path) -> None:
     assert stored_pairs(logs.get("orders", 0)) == expected
     assert [p.name for p in source.iterdir() if p.is_dir()] == []
     logs.close()
+
+
+def test_a_move_back_before_the_end_stops_the_move(tmp_path) -> None:
+    source, target = tmp_path / "a", tmp_path / "b"
+    logs = manager(source, target)
+    log = logs.get_or_create("orders", 0, TOPIC_ID)
+    fill(log, 30)
+    hook = log.before_truncation
+
+    async def there_and_back() -> None:
+        logs.move_to("orders", 0, target)
+        assert log.before_truncation is not hook  # the move watches for truncations
+        logs.move_to("orders", 0, source)
+
+    asyncio.run(there_and_back())
+    assert list(logs.future_logs()) == []
+    assert log.before_truncation is hook
+    assert logs.log_dir_of("orders", 0) == source
+    assert [p.name for p in target.iterdir() if p.is_dir()] == []
+    logs.close()
