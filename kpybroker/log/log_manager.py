@@ -5,7 +5,9 @@ match ours), a ``.lock`` held while the broker runs, the three offset
 checkpoints (recovery point, log start offset, high watermark) and, after a
 clean shutdown, ``.kafka_cleanshutdown``, which lets the next start skip
 recovery. Partition directories are ``<topic>-<partition>``; new partitions go
-to the directory that has the fewest.
+to the directory that has the fewest, or to the one AlterReplicaLogDirs named
+for them, and ``moves`` (``log_dir_moves``) moves existing ones between
+directories while they serve.
 
 The broker's loop calls ``periodic()`` (about once a second is plenty); it
 does what Kafka's scheduler threads do, each at its configured interval

@@ -13,6 +13,7 @@ from kpybroker.log import log_dir_moves
 from kpybroker.log.log_manager import LogManager
 from kpybroker.log.names import delete_dir_name, future_dir_name, special_dir_kind
 from kpybroker.log.partition_log import PartitionLog
+from kpybroker.protocol.records import NewRecord, build_batch
 from tests.helpers.log_builders import SMALL, batch, fill, stored_pairs
 
 CLUSTER = "Qbc2dFl9TyCgSCW8Y9xsPQ"
@@ -234,3 +235,44 @@ def test_a_move_back_before_the_end_stops_the_move(tmp_path) -> None:
     assert logs.log_dir_of("orders", 0) == source
     assert [p.name for p in target.iterdir() if p.is_dir()] == []
     logs.close()
+
+
+def test_a_moved_log_keeps_its_aborted_and_open_transactions(tmp_path) -> None:
+    source, target = tmp_path / "a", tmp_path / "b"
+    logs = manager(source, target)
+    log = logs.get_or_create("orders", 0, TOPIC_ID)
+    log.append(transactional(1), 0)  # 0-1
+    log.append(transactional(2), 0)  # 2-3
+    log.append_txn_marker(1, 0, 0, False, 0)  # 4: producer 1 aborts
+    log.append(transactional(3), 0)  # 5-6, left open
+    log.update_high_watermark(log.log_end_offset)
+    aborted = [s.txn_index.entries for s in log.segments]
+    lso = log.last_stable_offset
+
+    async def move() -> None:
+        logs.move_to("orders", 0, target)
+        await finish(logs)
+
+    asyncio.run(move())
+    assert logs.log_dir_of("orders", 0) == target
+    assert [s.txn_index.entries for s in log.segments] == aborted
+    assert log.last_stable_offset == lso == 2
+    log.append_txn_marker(2, 0, 0, True, 0)  # the open transactions end on the moved log
+    log.append_txn_marker(3, 0, 0, True, 0)
+    log.update_high_watermark(log.log_end_offset)
+    assert log.last_stable_offset == log.log_end_offset
+    logs.close()
+
+
+def transactional(producer_id: int) -> bytearray:
+    now = time.time_ns() // 1_000_000
+    return bytearray(
+        build_batch(
+            [NewRecord(None, b"v", (), now)] * 2,
+            producer_id=producer_id,
+            producer_epoch=0,
+            base_sequence=0,
+            transactional=True,
+            timestamp=now,
+        )
+    )
