@@ -11,8 +11,9 @@ time, in a worker thread, at most ``replica.alter.log.dirs.io.max.bytes.per.seco
 lies. A new future segment starts wherever the current log has one, so segment
 files keep their names.
 
-When the future log has caught up (its log end is the current one's, checked
-on the loop, where no append can interleave), the swap runs on the loop in one
+When the future log has caught up, it is fsynced in a worker thread, and once
+it has caught up again (its log end is the current one's, checked on the loop,
+where no append can interleave), the swap runs on the loop in one
 go, which is the brief pause of appends Kafka's partition lock gives: the
 future log takes the log start offset and high watermark, is closed (fsynced,
 producer snapshot at its end), the current directory is renamed ``…-delete``,
@@ -193,6 +194,10 @@ class LogDirMoves:
         try:
             while not await self._step(move):
                 pass
+            # The copy's fsync, in a worker thread: the swap then only syncs the tail.
+            await asyncio.to_thread(move.future.flush)
+            while not await self._step(move):
+                pass
             self._swap(move)
         except (OSError, KafkaError):
             log.exception("%s: moving the log to %s failed", move.current.name, move.target_dir)
@@ -215,7 +220,9 @@ class LogDirMoves:
         return False
 
     def _swap(self, move: LogDirMove) -> None:
-        """Make the caught-up future log the partition's log, on the loop without a pause."""
+        """Make the caught-up future log the partition's log, on the loop without a pause
+        (appends wait meanwhile: how long is logged)."""
+        started = time.monotonic()
         current, future, tp = move.current, move.future, move.topic_partition
         future.update_high_watermark(current.high_watermark)
         future.increment_log_start_offset(current.log_start_offset)
@@ -240,7 +247,12 @@ class LogDirMoves:
         current.continue_as(self._open_log(final, current))
         self._end(move)
         _delete_in_background(retired)
-        log.info("%s: log moved to %s", current.name, move.target_dir)
+        log.info(
+            "%s: log moved to %s (the swap took %.0f ms)",
+            current.name,
+            move.target_dir,
+            (time.monotonic() - started) * 1000,
+        )
 
 
 def _copy_chunk(chunk: ReadResult, future: PartitionLog, rate: CopyRate) -> None:
