@@ -206,10 +206,12 @@ class LogDirMoves:
     async def _step(self, move: LogDirMove) -> bool:
         """Copy one chunk; True once the future log has caught up (checked on the loop)."""
         current, future = move.current, move.future
-        if move.restart or future.log_end_offset < current.log_start_offset:
+        if move.restart or not (
+            current.log_start_offset <= future.log_end_offset <= current.log_end_offset
+        ):
             move.restart = False
             future.truncate_fully_and_start_at(current.log_start_offset)
-        if future.log_end_offset >= current.log_end_offset:
+        if future.log_end_offset == current.log_end_offset:
             return True
         chunk = current.read(
             future.log_end_offset, CHUNK_BYTES, current.log_end_offset, min_one_message=True
