@@ -8,8 +8,10 @@ Kafka keeps new partitions out of cordoned directories; kpybroker only reports
 them (placement ignores the setting).
 
 Sizes are the partitions' real bytes on disk (all segments). The offset lag is
-Kafka's ``max(high watermark - log end offset, 0)`` for a current replica: 0 on a
-leader, as there are no "future" replicas being moved between directories here.
+Kafka's ``max(high watermark - log end offset, 0)`` for a current replica (0 on a
+leader). A partition being moved to another directory (AlterReplicaLogDirs) is
+also listed under the target directory with ``is_future_key`` true, its future
+log's size, and as offset lag how far that log is behind the current one.
 
 It needs DESCRIBE on the cluster: a principal without it gets CLUSTER_AUTHORIZATION_FAILED
 and no directories, which versions 1-2 (no error field) see as a broker without any.
@@ -43,6 +45,9 @@ def offset_lag(plog: PartitionLog) -> int:
 
 ALL_DIRS = "*"
 
+#: A partition's entry in a directory, with its topic's name.
+DescribeLogDirsPartitionOf = tuple[str, DescribeLogDirsPartition]
+
 
 def cordoned_dirs(config: BrokerConfig) -> tuple[set[Path], bool]:
     """The directories ``cordoned.log.dirs`` names (resolved), and whether it says all."""
@@ -51,15 +56,11 @@ def cordoned_dirs(config: BrokerConfig) -> tuple[set[Path], bool]:
 
 
 def dir_result(
-    log_dir: Path, logs: list[tuple[str, int, PartitionLog]], cordoned: bool = False
+    log_dir: Path, logs: list[DescribeLogDirsPartitionOf], cordoned: bool = False
 ) -> DescribeLogDirsResult:
     by_topic: dict[str, list[DescribeLogDirsPartition]] = defaultdict(list)
-    for topic, index, plog in sorted(logs, key=lambda item: item[:2]):
-        by_topic[topic].append(
-            DescribeLogDirsPartition(
-                partition_index=index, partition_size=plog.size, offset_lag=offset_lag(plog)
-            )
-        )
+    for topic, partition in sorted(logs, key=lambda item: (item[0], item[1].partition_index)):
+        by_topic[topic].append(partition)
     usage = shutil.disk_usage(log_dir)
     return DescribeLogDirsResult(
         log_dir=str(log_dir.resolve()),
@@ -84,10 +85,22 @@ async def handle_describe_log_dirs(
         if request.topics is None
         else {(t.topic, p) for t in request.topics for p in t.partitions}
     )
-    per_dir: dict[Path, list[tuple[str, int, PartitionLog]]] = {d: [] for d in logs.log_dirs}
+    per_dir: dict[Path, list[DescribeLogDirsPartitionOf]] = {d: [] for d in logs.log_dirs}
     for (topic, index), plog in logs:
         if wanted is None or (topic, index) in wanted:
-            per_dir[logs.log_dir_of(topic, index)].append((topic, index, plog))
+            per_dir[logs.log_dir_of(topic, index)].append(
+                (topic, DescribeLogDirsPartition(index, plog.size, offset_lag(plog)))
+            )
+    for (topic, index), target, move in logs.future_logs():
+        if wanted is None or (topic, index) in wanted:
+            per_dir[target].append(
+                (
+                    topic,
+                    DescribeLogDirsPartition(
+                        index, move.future.size, move.offset_lag, is_future_key=True
+                    ),
+                )
+            )
     cordoned, all_cordoned = cordoned_dirs(ctx.services.config())
     return DescribeLogDirsResponse(
         results=[

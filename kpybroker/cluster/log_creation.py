@@ -134,7 +134,7 @@ class LogCreator:
 
     async def _create(self, wanted: list[NewLog]) -> None:
         loop = asyncio.get_running_loop()
-        places = [self._logs.place_new() for _ in wanted]
+        places = [self._logs.place_new((spec.topic, spec.partition)) for spec in wanted]
         made = await asyncio.gather(
             *(
                 loop.run_in_executor(self._workers, self._open, place, spec)

@@ -502,6 +502,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
     ConfigKey("num.replica.alter.log.dirs.threads", INT, None, HIGH,
               doc="Threads that move replicas between log directories; defaults to the number of "
                   "log directories."),
+    # Kafka's is a dynamic-only broker quota (QuotaConfig), which its DescribeConfigs lists only
+    # once set: internal, as that listing goes.
+    ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", LONG, LONG_MAX, MEDIUM,
+              valid=Range(1), enforced=True, internal=True,
+              doc="Throttle on the copying of each partition moved between log directories "
+                  "(AlterReplicaLogDirs), in bytes read per second. Read at start: Kafka can "
+                  "also change it dynamically."),
     ConfigKey("replica.lag.time.max.ms", LONG, 30_000, HIGH, enforced=True,
               doc="A follower that has not caught up, or not fetched, for this long is removed "
                   "from the ISR."),

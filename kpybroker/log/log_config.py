@@ -175,6 +175,10 @@ class LogManagerConfig:
     producer_expiration_check_interval_ms: int = _config(
         "producer.id.expiration.check.interval.ms", 600_000
     )
+    #: Bytes per second one log-dir move copies at most (LONG_MAX: no limit).
+    alter_log_dirs_max_bytes_per_second: int = _config(
+        "replica.alter.log.dirs.io.max.bytes.per.second", LONG_MAX
+    )
     cleaner: CleanerConfig = CleanerConfig()
 
     @classmethod

@@ -5,7 +5,9 @@ match ours), a ``.lock`` held while the broker runs, the three offset
 checkpoints (recovery point, log start offset, high watermark) and, after a
 clean shutdown, ``.kafka_cleanshutdown``, which lets the next start skip
 recovery. Partition directories are ``<topic>-<partition>``; new partitions go
-to the directory that has the fewest.
+to the directory that has the fewest, or to the one AlterReplicaLogDirs named
+for them, and ``moves`` (``log_dir_moves``) moves existing ones between
+directories while they serve.
 
 The broker's loop calls ``periodic()`` (about once a second is plenty); it
 does what Kafka's scheduler threads do, each at its configured interval
@@ -34,6 +36,7 @@ from kpybroker.log.checkpoint import (
 from kpybroker.log.load_progress import DEFAULT_INTERVAL_S, DirLoadProgress
 from kpybroker.log.log_cleaner import LogCleaner
 from kpybroker.log.log_config import LogConfig, LogManagerConfig
+from kpybroker.log.log_dir_moves import LogDirMove, LogDirMoves, settle_future_dirs
 from kpybroker.log.metadata_files import (
     ensure_meta_properties,
     take_clean_shutdown,
@@ -100,7 +103,13 @@ class LogManager:
         self._dir_load: Counter[Path] = Counter()
         self._deleted: list[PartitionLog] = []
         self._locks: list[int] = []
+        #: Where AlterReplicaLogDirs asked a partition not created here yet to go (Kafka's
+        #: ``preferredLogDirs``).
+        self._preferred_dir: dict[TopicPartition, Path] = {}
         self.settings = settings or LogManagerConfig()
+        self.moves = LogDirMoves(
+            self._open_like, self._swapping, self.settings.alter_log_dirs_max_bytes_per_second
+        )
         now = time_ms()
         intervals = self.settings
         # (what, task(now), interval): Kafka's scheduled tasks, run by periodic() when due.
@@ -134,6 +143,7 @@ class LogManager:
                 self._lock(log_dir)
                 ensure_meta_properties(log_dir, broker_id, cluster_id)
             started = time.monotonic()
+            settle_future_dirs(self.log_dirs)
             unclean = [d for d in self.log_dirs if not self._load_dir(d)]
             log.info(
                 "Loaded %d logs in %.0f ms%s",
@@ -260,7 +270,7 @@ class LogManager:
         if existing is not None:
             existing.assign_topic_id(topic_id)
             return existing
-        log_dir = self.place_new()
+        log_dir = self.place_new((topic, partition))
         try:
             created = self.open_new(log_dir, topic, partition, topic_id, config)
         except BaseException:
@@ -268,10 +278,13 @@ class LogManager:
             raise
         return self.adopt(log_dir, topic, partition, created)
 
-    def place_new(self) -> Path:
-        """The log directory for a new partition: the one holding the fewest (counting
-        those being created); it counts the new one until ``adopt`` or ``unplace``."""
-        log_dir = min(self.log_dirs, key=self._dir_load.__getitem__)
+    def place_new(self, tp: TopicPartition) -> Path:
+        """The log directory for a new partition: the one AlterReplicaLogDirs asked for,
+        else the one holding the fewest (counting those being created); it counts the new
+        one until ``adopt`` or ``unplace``."""
+        log_dir = self._preferred_dir.pop(tp, None) or min(
+            self.log_dirs, key=self._dir_load.__getitem__
+        )
         self._dir_load[log_dir] += 1
         return log_dir
 
@@ -350,7 +363,9 @@ class LogManager:
         return partition_log.set_aside()
 
     def _forget(self, tp: TopicPartition) -> PartitionLog | None:
-        """Take a log out of this manager and out of the cleaner's rounds and checkpoint."""
+        """Take a log out of this manager and out of the cleaner's rounds and checkpoint;
+        a move of it to another log directory stops first."""
+        self.moves.cancel(tp)
         partition_log = self.logs.get(tp)
         if partition_log is None:
             return None
@@ -362,6 +377,64 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.manager.update_checkpoint(log_dir, tp, None)
         return partition_log
+
+    # -- moves between log directories (AlterReplicaLogDirs) ---------------------------
+
+    def find_log_dir(self, path: str) -> Path | None:
+        """The log directory ``path`` names (as given in ``log.dirs`` or resolved), if any."""
+        wanted = Path(path)
+        for log_dir in self.log_dirs:
+            if wanted in (log_dir, log_dir.absolute(), log_dir.resolve()):
+                return log_dir
+        return None
+
+    def move_to(self, topic: str, partition: int, log_dir: Path) -> bool:
+        """Move the partition's log to ``log_dir`` (nothing to do when it is there already,
+        and a move elsewhere stops). False when this broker has no log of it yet: it is
+        then created in ``log_dir`` (Kafka's ``maybeUpdatePreferredLogDir``)."""
+        tp = (topic, partition)
+        current = self.logs.get(tp)
+        if current is None:
+            self._preferred_dir[tp] = log_dir
+            return False
+        if self._dir_of[tp] == log_dir:
+            self.moves.cancel(tp)
+        else:
+            self.moves.start(tp, current, log_dir)
+        return True
+
+    def future_logs(self) -> Iterator[tuple[TopicPartition, Path, LogDirMove]]:
+        """The moves in progress: partition, target directory, move."""
+        for move in self.moves:
+            yield move.topic_partition, move.target_dir, move
+
+    def _open_like(self, directory: Path, like: PartitionLog) -> PartitionLog:
+        """Open ``directory`` (or create it, starting at ``like``'s log start offset) with
+        ``like``'s config, topic id and offsets: a move's future log, then the moved log."""
+        return PartitionLog(
+            directory,
+            like.config,
+            like.topic_id,
+            log_start_offset=like.log_start_offset,
+            recovery_point=like.log_end_offset,
+            high_watermark=like.high_watermark,
+            clean_shutdown=True,
+            time_ms=self._time_ms,
+            producer_id_expiration_ms=self._producer_id_expiration_ms,
+        )
+
+    def _swapping(self, move: LogDirMove) -> None:
+        """A move's future log is complete and about to become the partition's log: the
+        cleaner lets go of the old segments, and the partition counts in its new directory,
+        whose checkpoints list it from now on (before its directory takes its name)."""
+        tp = move.topic_partition
+        if self.cleaner is not None:
+            self.cleaner.abort(tp)
+            self.cleaner.manager.update_checkpoint(self._dir_of[tp], tp, None)
+        self._dir_load[self._dir_of[tp]] -= 1
+        self._dir_of[tp] = move.target_dir
+        self._dir_load[move.target_dir] += 1
+        self.checkpoint()
 
     # -- background work --------------------------------------------------------------
 
@@ -442,6 +515,7 @@ class LogManager:
         A directory with a log that failed to close gets no marker, so its logs
         are recovered at the next start.
         """
+        self.moves.close()
         if self.cleaner is not None:
             self.cleaner.shutdown()
         unclean: set[Path] = set()

@@ -97,3 +97,9 @@ def delete_dir_name(partition_dir: str) -> str:
 def stray_dir_name(partition_dir: str) -> str:
     """``<topic>-<partition>.<uuid hex>-stray``: a log set aside, kept but never loaded again."""
     return f"{partition_dir}.{uuid.uuid4().hex}-stray"
+
+
+def future_dir_name(partition_dir: str) -> str:
+    """``<topic>-<partition>.<uuid hex>-future``: a log being filled in another log directory
+    (AlterReplicaLogDirs), which takes the partition's name once complete."""
+    return f"{partition_dir}.{uuid.uuid4().hex}-future"

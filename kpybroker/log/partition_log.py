@@ -399,24 +399,26 @@ class PartitionLog:
             return self.roll()
         return active
 
-    def roll(self) -> Segment:
-        """Start a new segment at the log end offset (no-op while the active one is empty).
+    def roll(self, base_offset: int | None = None) -> Segment:
+        """Start a new segment at the log end offset, or at ``base_offset`` past it (a copy
+        keeping another log's segment names), unless the active one is empty.
 
         The old segment gets its final time-index entry and a producer snapshot
-        is written at the new base offset; fsyncing the old segment is left to
+        is written at the log end; fsyncing the old segment is left to
         ``maintain``, so a roll costs no disk wait on the append path.
         """
         old = self.active_segment
         if old.size == 0:
             return old
         now = self._time_ms()
+        base = max(self.log_end_offset, base_offset or 0)
         old.on_become_inactive()
         self.producer_state.take_snapshot(self.log_end_offset, sync=False)
         try:
-            segment = Segment(self.directory, self.log_end_offset, self.config, now, create=True)
+            segment = Segment(self.directory, base, self.config, now, create=True)
         except OSError:
             # Half-created files (a full disk) would make every later roll fail.
-            remove_segment_files(self.directory, self.log_end_offset, "")
+            remove_segment_files(self.directory, base, "")
             raise
         self.segments.append(segment)
         self._dir_dirty = True
@@ -830,6 +832,26 @@ class PartitionLog:
         self.segments = []
         self.deleted = True
         return target
+
+    def continue_as(self, moved: PartitionLog) -> None:
+        """Go on as ``moved``, this log's copy in another directory (a finished log-dir move,
+        ``log_dir_moves``): its directory, segments, epochs and producer state replace ours,
+        while every holder of this object keeps it. Our segments were renamed away with
+        their directory; their descriptors stay open for ``file.delete.delay.ms``, for
+        reads in flight, as after a deletion."""
+        self._to_release.append((self._time_ms() + self.config.file_delete_delay_ms, self.segments))
+        self.directory = moved.directory
+        self.name = moved.name
+        self.segments = moved.segments
+        self.epoch_cache = moved.epoch_cache
+        # Transactional writes verified with the coordinator but not yet appended go on.
+        moved.producer_state.verifications.update(self.producer_state.verifications)
+        self.producer_state = moved.producer_state
+        self.log_start_offset = moved.log_start_offset
+        self.log_end_offset = moved.log_end_offset
+        self.recovery_point = moved.recovery_point
+        self.high_watermark = moved.high_watermark
+        self._dir_dirty = False
 
     def release_descriptors(self) -> None:
         """Close every descriptor now, including those of deleted segments still in their delay."""

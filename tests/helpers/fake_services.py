@@ -315,6 +315,9 @@ class FakeLogs:
     def checkpoint_log_start_offsets(self) -> None:
         pass
 
+    def future_logs(self) -> Iterator[tuple[tuple[str, int], Path, Any]]:
+        return iter(())
+
 
 class FakeProducerIds:
     def __init__(self) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from kpybroker.protocol.messages import (
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -262,6 +263,31 @@ def describe_log_dirs_answers(p: Probe) -> None:
             f"is_cordoned {cordoned}",
         )
         p.answer(f"v5 after cordoning {label}", request, 5, varies=LOG_DIR_PLACE)
+
+
+@scenario
+def alter_replica_log_dirs_answers(p: Probe) -> None:
+    """AlterReplicaLogDirs v1-v2 on a broker with one log directory: a partition to the
+    directory it is in (nothing to do), to a path not in log.dirs, a partition number
+    its topic does not have and partitions of an unknown topic, in one request."""
+    p.create_topic("diff-ard", 1)
+    [result] = p.call(describe_log_dirs.DescribeLogDirsRequest(topics=None), 1).results
+    dirs = [
+        (result.log_dir, "diff-ard", [0]),
+        ("/diff-nowhere", "diff-ard-elsewhere", [0]),
+        (result.log_dir, "diff-ard-nope", [0, 1]),
+        (result.log_dir, "diff-ard", [5]),
+    ]
+    request = alter_replica_log_dirs.AlterReplicaLogDirsRequest(
+        dirs=[
+            alter_replica_log_dirs.AlterReplicaLogDir(
+                path=path, topics=[alter_replica_log_dirs.AlterReplicaLogDirTopic(t, parts)]
+            )
+            for path, t, parts in dirs
+        ]
+    )
+    for v in (1, 2):
+        p.answer(f"v{v}", request, v, unordered=("results", "results/partitions"))
 
 
 @scenario

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from kpybroker.config import BrokerConfig
     from kpybroker.config.describe import ConfigEntry
     from kpybroker.coordinator.interface import Caller
+    from kpybroker.log.log_dir_moves import LogDirMove
     from kpybroker.log.partition_log import PartitionLog
     from kpybroker.metadata.entity_configs import Entity
     from kpybroker.metadata.model import TopicMetadata
@@ -276,6 +277,12 @@ class LogDirs(Protocol):
     def log_dir_of(self, topic: str, partition: int) -> Path | None: ...
 
     def checkpoint_log_start_offsets(self) -> None: ...
+
+    def find_log_dir(self, path: str) -> Path | None: ...
+
+    def move_to(self, topic: str, partition: int, log_dir: Path) -> bool: ...
+
+    def future_logs(self) -> Iterator[tuple[TopicPartition, Path, LogDirMove]]: ...
 
 
 class Elections(Protocol):

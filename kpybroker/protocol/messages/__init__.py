@@ -32,6 +32,7 @@ from kpybroker.protocol.messages import create_acls
 from kpybroker.protocol.messages import delete_acls
 from kpybroker.protocol.messages import describe_configs
 from kpybroker.protocol.messages import alter_configs
+from kpybroker.protocol.messages import alter_replica_log_dirs
 from kpybroker.protocol.messages import describe_log_dirs
 from kpybroker.protocol.messages import sasl_authenticate
 from kpybroker.protocol.messages import create_partitions
@@ -97,6 +98,7 @@ SCHEMAS = {
     31: delete_acls,
     32: describe_configs,
     33: alter_configs,
+    34: alter_replica_log_dirs,
     35: describe_log_dirs,
     36: sasl_authenticate,
     37: create_partitions,
