@@ -13,9 +13,10 @@ retry), as a Kafka broker that has not yet applied a partition's metadata.
 What a partition's log is made with (its topic id, config, first leader epoch) is
 asked for when its slice is taken, from the metadata as it is then; a partition
 whose topic was deleted or moved away meanwhile is skipped. A slice whose files
-cannot be made (a full disk, no file descriptors left) is logged and retried
-after ``RETRY_S``: partitions in the metadata always get their log eventually, which
-is also what happens after a restart (the broker queues every missing log).
+cannot be made (a disk error, which takes its directory offline; no file
+descriptors left) is logged and retried after ``RETRY_S`` in a directory still
+online: partitions in the metadata always get their log eventually, which is also
+what happens after a restart (the broker queues every missing log).
 """
 
 from __future__ import annotations
@@ -147,6 +148,8 @@ class LogCreator:
             if isinstance(outcome, OSError):
                 self._logs.unplace(place)
                 failed.append((spec, outcome))
+                what = f"creating the log of {spec.topic}-{spec.partition}"
+                self._logs.failures.fail(place, what, outcome)
             else:
                 self._logs.adopt(place, spec.topic, spec.partition, outcome)
                 adopted.append((spec, outcome))

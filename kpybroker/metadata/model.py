@@ -215,6 +215,8 @@ class ChangeKind(enum.Enum):
     GROUP_CONFIG = "group_config"
     SESSION = "session"
     """The store session was lost, or is back with everything read again (``session_lost``)."""
+    LOG_DIR_EVENT = "log_dir_event"
+    """A broker's log directory failed (``log_dir_events``): the controller takes the events."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -304,6 +304,7 @@ class FakeCluster:
 class FakeLogs:
     def __init__(self, log_dir: Path) -> None:
         self.log_dirs = [log_dir]
+        self.online_dirs = self.log_dirs
         self.logs: dict[tuple[str, int], Any] = {}
 
     def __iter__(self) -> Iterator[tuple[tuple[str, int], Any]]:

@@ -271,6 +271,9 @@ class LogDirs(Protocol):
 
     log_dirs: Sequence[Path]
 
+    @property
+    def online_dirs(self) -> Sequence[Path]: ...
+
     def __iter__(self) -> Iterator[tuple[TopicPartition, PartitionLog]]: ...
 
     def log_dir_of(self, topic: str, partition: int) -> Path | None: ...
