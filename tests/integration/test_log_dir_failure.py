@@ -24,6 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+from confluent_kafka.admin import NewTopic
+
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages.describe_log_dirs import (
     DescribeLogDirsRequest,
@@ -38,7 +41,15 @@ from tests.helpers.brokers import BrokerFactory, ManagedBroker
 from tests.helpers.disk_faults import LoopFilesystem, loop_filesystem
 from tests.helpers.groups_wire import Wire
 from tests.helpers.log_life import consume_all, create_topic, wait_until
+from tests.helpers.replication_cluster import (
+    ReplicatedCluster,
+    Workload,
+    check_history,
+    wait_for,
+    zookeeper,
+)
 from tests.helpers.wire import ConnectionClosed, produce_error, produce_request, record_batch
+from tests.helpers.zookeeper import ZooKeeperServer
 
 TOPIC = "spread"
 BATCH = 64 * 1024
@@ -46,6 +57,10 @@ BATCH = 64 * 1024
 BEFORE = 5
 #: Batches tried against the failing disk before it must have failed.
 ATTEMPTS = 400
+#: The cluster test's assignment: each broker prefers one partition.
+SPREAD = [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
+
+__all__ = ["zookeeper"]  # a fixture
 
 
 @dataclass
@@ -216,3 +231,54 @@ def test_the_broker_halts_when_its_only_log_dir_fails(
         stored = [value for _, (_, value) in consume_all(broker.bootstrap, TOPIC)]
         assert stored == acked.values[0]
         assert broker.stop() == 0
+
+
+@pytest.mark.timeout(180)
+def test_in_a_cluster_leadership_moves_off_the_failed_dir(
+    tmp_path: Path, zookeeper: ZooKeeperServer
+) -> None:
+    """Three brokers, RF 3, ``min.insync.replicas=2``; broker 0's first log dir is on a
+    disk that fails (EIO) under idempotent acks=all producers and group consumers. The
+    controller learns of it through the log dir event: broker 0 leaves the ISR of its
+    replicas in that dir and the leadership it held there moves; the producers keep
+    being acknowledged; broker 0's replicas in its other dir stay in sync. The history
+    check then finds nothing acknowledged lost; repaired and restarted, broker 0 catches
+    up and every replica is in sync again."""
+    with loop_filesystem(tmp_path, "faulty") as fs:
+        cluster = ReplicatedCluster(tmp_path / "cluster", zookeeper)
+        victim = cluster.brokers[0]
+        victim.overrides["log.dirs"] = f"{fs.mountpoint},{victim.log_dir}"
+        cluster.start()
+        try:
+            admin = cluster.admin()  # alive until the answer: its destruction cancels it
+            admin.create_topics([NewTopic(TOPIC, 3, replica_assignment=SPREAD)])[TOPIC].result(30)
+            wait_for(lambda: all(cluster.state(TOPIC, p).leader == p for p in range(3)), "leaders")
+            with Wire(victim.bootstrap) as wire:
+                dirs = placement(wire)
+            on_disk = dirs[str(fs.mountpoint.resolve())][1]
+            assert 0 in on_disk and len(on_disk) < 3, dirs  # it leads 0; one replica elsewhere
+            work = Workload(cluster.bootstrap, TOPIC, 3).start()
+            work.wait_progress(acked=200, polled=100)
+            fs.shut_down()
+            moved = wait_for(
+                lambda: (
+                    all(0 not in cluster.state(TOPIC, p).isr for p in on_disk)
+                    and cluster.state(TOPIC, 0).leader not in (0, -1)
+                ),
+                "leadership and the ISR to leave the failed replicas",
+            )
+            work.wait_progress(acked=work.acked + 200, polled=work.polled + 100)
+            for p in set(range(3)) - on_disk:
+                assert 0 in cluster.state(TOPIC, p).isr, p
+            victim.check_alive()
+            history = work.stop(cluster)
+            print(f"leadership moved {moved:.1f} s after the disk failed")
+            check_history(history, tmp_path)
+
+            assert victim.stop() == 0
+            fs.repair()
+            victim.start()
+            cluster.wait_for_full_isr(TOPIC, 3, timeout=60)
+        finally:
+            problems = cluster.close()
+        assert not problems, "\n\n".join(problems)
