@@ -391,6 +391,11 @@ class ReplicaManager:
         """The partition if this broker leads it; Kafka's errors otherwise."""
         return self.partition_for(topic, index)
 
+    def offline_here(self, topic: str) -> frozenset[tuple[int, int]]:
+        """(this broker, partition) for each partition of ``topic`` whose log directory
+        failed here: offline replicas, which Metadata reports."""
+        return frozenset((self.broker_id, p) for t, p in self.offline if t == topic)
+
     def leader_hint(self, topic: str, index: int) -> LeaderHint:
         """The leader as the cluster metadata knows it: -1 when there is none alive."""
         meta = self._cluster.topics().get(topic) if self._cluster else None

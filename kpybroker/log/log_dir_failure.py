@@ -58,9 +58,7 @@ class LogDirFailureChannel:
             log.warning("Error while %s in dir %s: %s; will retry", what, log_dir, exc)
             return
         self.offline.add(log_dir)
-        log.error(
-            "Error while %s in dir %s: %s; the directory goes offline", what, log_dir, exc
-        )
+        log.error("Error while %s in dir %s: %s; the directory goes offline", what, log_dir, exc)
         for listener in list(self._listeners):
             listener(log_dir)
         self._close_dir(log_dir)

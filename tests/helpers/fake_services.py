@@ -120,6 +120,9 @@ class FakeReplicas:
     def leader_hint(self, topic: str, index: int) -> LeaderHint:
         return LeaderHint(1, 5)
 
+    def offline_here(self, topic: str) -> frozenset[tuple[int, int]]:
+        return frozenset()
+
     def topic_name(self, topic_id: bytes) -> str | None:
         return self.ids.get(topic_id)
 

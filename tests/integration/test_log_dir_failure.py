@@ -37,6 +37,7 @@ from kpybroker.protocol.messages.list_offsets import (
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
+from kpybroker.protocol.messages.metadata import MetadataRequest
 from tests.helpers.brokers import BrokerFactory, ManagedBroker
 from tests.helpers.disk_faults import LoopFilesystem, loop_filesystem
 from tests.helpers.groups_wire import Wire
@@ -104,6 +105,12 @@ def list_offsets_error(wire: Wire, partition: int) -> int:
     return wire.call(request, 7).topics[0].partitions[0].error_code
 
 
+def offline_replicas(wire: Wire) -> dict[int, list[int]]:
+    """Metadata's offline replicas of each partition of TOPIC."""
+    [topic] = wire.call(MetadataRequest(topics=None), 12).topics
+    return {p.partition_index: p.offline_replicas for p in topic.partitions}
+
+
 def two_dir_broker(
     broker_factory: BrokerFactory, faulty: Path, tmp_path: Path, topic_config: dict[str, object]
 ) -> tuple[ManagedBroker, int]:
@@ -154,6 +161,7 @@ def survive(
         assert list_offsets_error(wire, doomed) == ErrorCode.KAFKA_STORAGE_ERROR
         assert acked.produce(wire, healthy) == ErrorCode.NONE
         assert list_offsets_error(wire, healthy) == ErrorCode.NONE
+        assert offline_replicas(wire) == {doomed: [0], healthy: []}
         dirs = placement(wire)
         assert dirs[str(fs.mountpoint.resolve())] == (ErrorCode.KAFKA_STORAGE_ERROR, set())
         assert dirs[str((tmp_path / "healthy").resolve())] == (ErrorCode.NONE, {healthy})
