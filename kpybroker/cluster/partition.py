@@ -247,14 +247,18 @@ class Partition:
         try:
             result = append()
         except OSError as exc:
-            self.on_disk_error(f"appending to {self.topic}-{self.index}", exc)
-            raise KafkaError(
-                ErrorCode.KAFKA_STORAGE_ERROR, f"Disk error when trying to access log file: {exc}"
-            ) from exc
+            raise self._storage_error(f"appending to {self.topic}-{self.index}", exc) from exc
         if not result.duplicate:
             self._wake(self._append_waiters)
             self.maybe_advance_high_watermark()
         return result
+
+    def _storage_error(self, what: str, exc: OSError) -> KafkaError:
+        """Report a disk error (its directory goes offline); the error to answer with."""
+        self.on_disk_error(what, exc)
+        return KafkaError(
+            ErrorCode.KAFKA_STORAGE_ERROR, f"Disk error when trying to access log file: {exc}"
+        )
 
     def acks_outcome(self, offset: int) -> ErrorCode | None:
         """The acks=all answer for records below ``offset`` if it is known now; None while the
@@ -346,13 +350,17 @@ class Partition:
         committed: bool = False,
     ) -> ReadResult:
         """Whole batches from ``offset``: up to the log end for followers, below the last
-        stable offset for read_committed consumers, the high watermark for others."""
+        stable offset for read_committed consumers, the high watermark for others. A disk
+        error takes the log's directory offline: KAFKA_STORAGE_ERROR."""
         plog = self.log
         if for_follower:
             limit = plog.log_end_offset
         else:
             limit = plog.last_stable_offset if committed else plog.high_watermark
-        return plog.read(offset, max_bytes, limit, min_one_message=min_one)
+        try:
+            return plog.read(offset, max_bytes, limit, min_one_message=min_one)
+        except OSError as exc:
+            raise self._storage_error(f"reading {self.topic}-{self.index}", exc) from exc
 
     def aborted_transactions(self, fetch_offset: int, result: ReadResult) -> list[AbortedTxn]:
         """For a read_committed fetch: the aborted transactions overlapping ``result``."""
