@@ -114,7 +114,7 @@ class LogCleaner:
             self._round = None
             self.manager.done_cleaning(ltc, None if current.abort.is_set() else end_offset)
         if disk_error is not None:
-            self._on_disk_error(ltc.log, "cleaning", disk_error)
+            self._on_disk_error(ltc.log, f"cleaning {ltc.log.name}", disk_error)
         return True
 
     async def clean(self, ltc: LogToClean, abort: threading.Event | None = None) -> int:
@@ -233,7 +233,9 @@ class LogCleaner:
             try:
                 partition_log.delete_old_segments()
             except OSError as exc:
-                self._on_disk_error(partition_log, "deleting old segments of", exc)
+                self._on_disk_error(
+                    partition_log, f"deleting old segments of {partition_log.name}", exc
+                )
         self.manager.forget_uncleanable()
 
     def is_cleaning(self, tp: TopicPartition) -> bool:

@@ -226,7 +226,7 @@ class MetadataChange:
     ``name`` is the broker id (BROKER), the topic (TOPIC, PARTITION,
     TOPIC_CONFIG), the config entity (BROKER_CONFIG: a broker id or
     ``<default>``), the group id (GROUP_CONFIG), or empty (CONTROLLER,
-    SESSION). ``partition`` is set for PARTITION.
+    SESSION, LOG_DIR_EVENT). ``partition`` is set for PARTITION.
     A TOPIC change covers creation, deletion and a new assignment or topic id.
     """
 
