@@ -51,8 +51,7 @@ def grow(mountpoint: Path, kind: str) -> None:
         steps = [
             run("umount", str(mountpoint)),
             run("truncate", "-s", f"{8 * SIZE_MB}M", str(image)),
-            run("e2fsck", "-fp", str(image)),
-            run("resize2fs", str(image)),
+            run("resize2fs", "-f", str(image)),
             run("mount", "-o", "loop", str(image), str(mountpoint)),
         ]
     for step in steps:
