@@ -371,6 +371,7 @@ class Broker:
             groups=self.coordinator,
             listeners=[listener.name for listener in self.config.listeners()],
             connections=self.connections,
+            log_dirs=self.logs,
         )
         registry = broker_registry(self.metrics, state)
         for url in urls:

@@ -6,7 +6,8 @@ EIO on write, a failed fsync on a thin device, ENOSPC, a read-only remount),
 and ``healthy``, a plain directory. A topic of two partitions puts one in each.
 Records are produced to both (acks=all), the disk fails in the middle, and then:
 the partition on it answers KAFKA_STORAGE_ERROR (Produce, ListOffsets), its
-directory is reported offline by DescribeLogDirs, one ERROR line names the
+directory is reported offline by DescribeLogDirs (and the offline replica by
+Metadata, the offline directory by the metrics), one ERROR line names the
 directory and the cause, and the other partition still takes and serves
 records. The broker stops cleanly; once the disk is back (repaired, space
 freed) it starts again and every acknowledged record of both partitions is
@@ -51,6 +52,7 @@ from tests.helpers.replication_cluster import (
 )
 from tests.helpers.wire import ConnectionClosed, produce_error, produce_request, record_batch
 from tests.helpers.zookeeper import ZooKeeperServer
+from tests.integration.test_metrics import metrics_url, scrape, value
 
 TOPIC = "spread"
 BATCH = 64 * 1024
@@ -120,6 +122,7 @@ def two_dir_broker(
         {
             "log.dirs": f"{faulty},{tmp_path / 'healthy'}",
             "metadata.log.dir": tmp_path / "metadata",
+            "metrics.listeners": "http://127.0.0.1:0",
         }
     )
     create_topic(broker.bootstrap, TOPIC, topic_config, partitions=2)
@@ -165,6 +168,8 @@ def survive(
         dirs = placement(wire)
         assert dirs[str(fs.mountpoint.resolve())] == (ErrorCode.KAFKA_STORAGE_ERROR, set())
         assert dirs[str((tmp_path / "healthy").resolve())] == (ErrorCode.NONE, {healthy})
+    samples = scrape(metrics_url(broker))
+    assert value(samples, "kafka_log_logmanager_offlinelogdirectorycount") == 1
     broker.check_alive()
     text = broker.log_text()
     errors = re.findall(rf"Error while .* in dir {re.escape(str(fs.mountpoint))}: (.*)", text)
