@@ -21,6 +21,7 @@ import kpybroker.apis  # noqa: F401  (registers every handler)
 from kpybroker.apis.support.context import Services
 from kpybroker.apis.support.metadata_answers import TopicAnswers
 from kpybroker.cluster.controller import Controller
+from kpybroker.cluster.offline_replicas import OfflineReplicaQuery
 from kpybroker.cluster.registration import register
 from kpybroker.cluster.replica_manager import ReplicaManager
 from kpybroker.cluster.replication_settings import ReplicationSettings
@@ -115,6 +116,7 @@ class Broker:
         self.connections: set = set()
         self.replicas = ReplicaManager(self.broker_id)
         self.controller: Controller | None = None
+        self.offline_replicas: OfflineReplicaQuery | None = None
         self.topics: TopicManager | None = None
         self.store: MetadataStore | None = None
         self.cluster: ClusterMetadata | None = None
@@ -173,7 +175,12 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.store, self.broker_id)
         await self.producer_ids.reserve_through(self.logs.highest_producer_id())
         settings = ReplicationSettings.from_config(config)
-        self.controller = Controller(self.broker_id, self.cluster, settings, self.unclean_allowed)
+        self.offline_replicas = OfflineReplicaQuery(
+            self.replicas.inter_broker_address, settings.socket_timeout_ms / 1000
+        )
+        self.controller = Controller(
+            self.broker_id, self.cluster, settings, self.unclean_allowed, self.offline_replicas
+        )
         current_config = self.current_config
         self.topics = TopicManager(self.cluster, self.replicas, current_config)
         share_settings = ShareCoordinatorSettings.from_config(config)
@@ -331,6 +338,8 @@ class Broker:
         if self.share_coordinator is not None:
             await self.share_coordinator.stop()
         await self.replicas.stop()
+        if self.offline_replicas is not None:
+            self.offline_replicas.close()
         if self.coordinator is not None:
             await self.coordinator.stop()
         if self.logs is not None:
@@ -362,6 +371,7 @@ class Broker:
             groups=self.coordinator,
             listeners=[listener.name for listener in self.config.listeners()],
             connections=self.connections,
+            log_dirs=self.logs,
         )
         registry = broker_registry(self.metrics, state)
         for url in urls:

@@ -65,6 +65,9 @@ def move(ctx: RequestContext, path: str, topic: str, index: int) -> ErrorCode:
     log_dir = logs.find_log_dir(path)
     if log_dir is None:
         return ErrorCode.LOG_DIR_NOT_FOUND
+    # As Kafka: an offline destination, or a partition whose directory failed here.
+    if log_dir not in logs.online_dirs or ctx.services.replicas.is_offline(topic, index):
+        return ErrorCode.KAFKA_STORAGE_ERROR
     if not ctx.services.replicas.knows(topic, index):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if not logs.move_to(topic, index, log_dir):

@@ -86,7 +86,10 @@ def partition_page(
 ) -> list[DescribeTopicPartitionsResponsePartition]:
     """Partitions ``start`` .. ``start + limit - 1`` of ``topic``, as Metadata describes them."""
     live = ctx.services.cluster.live_broker_ids()
-    described = topic_metadata(topic, NO_OPERATIONS, live).partitions[start : start + limit]
+    offline = ctx.services.replicas.offline_here(topic.name)
+    described = topic_metadata(topic, NO_OPERATIONS, live, offline).partitions[
+        start : start + limit
+    ]
     return [
         DescribeTopicPartitionsResponsePartition(
             partition_index=p.partition_index,

@@ -7,6 +7,9 @@ them), as the broker's config stands now (a dynamic per-broker change included).
 Kafka keeps new partitions out of cordoned directories; kpybroker only reports
 them (placement ignores the setting).
 
+A directory taken offline by a disk error (``log_dir_failure``) is listed with
+KAFKA_STORAGE_ERROR, no partitions and no sizes, as Kafka lists it.
+
 Sizes are the partitions' real bytes on disk (all segments). The offset lag is
 Kafka's ``max(high watermark - log end offset, 0)`` for a current replica (0 on a
 leader). A partition being moved to another directory (AlterReplicaLogDirs) is
@@ -71,6 +74,12 @@ def dir_result(
     )
 
 
+def offline_dir_result(log_dir: Path) -> DescribeLogDirsResult:
+    return DescribeLogDirsResult(
+        error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=str(log_dir.resolve())
+    )
+
+
 @api(describe_log_dirs, 1, 5)
 async def handle_describe_log_dirs(
     ctx: RequestContext, request: DescribeLogDirsRequest
@@ -85,7 +94,7 @@ async def handle_describe_log_dirs(
         if request.topics is None
         else {(t.topic, p) for t in request.topics for p in t.partitions}
     )
-    per_dir: dict[Path, list[DescribeLogDirsPartitionOf]] = {d: [] for d in logs.log_dirs}
+    per_dir: dict[Path, list[DescribeLogDirsPartitionOf]] = {d: [] for d in logs.online_dirs}
     for (topic, index), plog in logs:
         if wanted is None or (topic, index) in wanted:
             per_dir[logs.log_dir_of(topic, index)].append(
@@ -104,7 +113,9 @@ async def handle_describe_log_dirs(
     cordoned, all_cordoned = cordoned_dirs(ctx.services.config())
     return DescribeLogDirsResponse(
         results=[
-            dir_result(d, found, all_cordoned or d.resolve() in cordoned)
-            for d, found in per_dir.items()
+            dir_result(d, per_dir[d], all_cordoned or d.resolve() in cordoned)
+            if d in per_dir
+            else offline_dir_result(d)
+            for d in logs.log_dirs
         ]
     )

@@ -166,7 +166,8 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
         operations = (
             ctx.authorized_operations(TOPIC, topic.name) if include_operations else NO_OPERATIONS
         )
-        return answers.get(ctx.api_version, topic, operations, live)
+        offline = services.replicas.offline_here(topic.name)
+        return answers.get(ctx.api_version, topic, operations, live, offline)
 
     if everything:
         # Topics the principal may not describe are left out, without a denial logged each.

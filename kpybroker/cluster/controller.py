@@ -22,6 +22,15 @@ channel can disagree with the znodes. The leader epoch in the znode orders the
 decisions, so a broker that misses intermediate states (a watch fires once
 for several changes) still ends up right.
 
+Failed log directories
+----------------------
+A broker whose log directory fails writes a log dir event
+(``log_dir_events``); the controller takes the events, asks each such broker
+which of its replicas are offline (``offline_replicas``), and from then on
+counts those replicas as dead: they leave the ISR, and leadership moves to
+another in-sync replica, as in Kafka's ``onReplicasBecomeOffline``. The
+broker's next registration (a restart: a new broker epoch) forgets them.
+
 Fencing
 -------
 Each controller takes a new ``/controller_epoch`` when elected and writes it
@@ -37,10 +46,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kpybroker.cluster import elections, replica_moves
+from kpybroker.cluster.broker_client import BrokerConnectionError
+from kpybroker.cluster.offline_replicas import OfflineReplicas
 from kpybroker.cluster.replication_settings import ReplicationSettings
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
 from kpybroker.metadata.model import (
@@ -88,11 +99,16 @@ class Controller:
         cluster: ClusterMetadata,
         settings: ReplicationSettings,
         unclean_allowed: Callable[[str], bool],
+        offline_replicas: OfflineReplicas,
     ) -> None:
         self.broker_id = broker_id
         self.cluster = cluster
         self.settings = settings
         self.unclean_allowed = unclean_allowed
+        self.offline_replicas = offline_replicas
+        #: broker -> (its broker epoch, its replicas in failed log directories)
+        self._offline: dict[int, tuple[int, frozenset[TopicPartition]]] = {}
+        self._log_dir_events = False
         self.epoch: int | None = None
         """The controller epoch while this broker is the active controller, else None."""
         self._wake = asyncio.Event()
@@ -105,7 +121,9 @@ class Controller:
     def on_change(self, change: MetadataChange) -> None:
         """Metadata listener: any change may call for a pass (a config change may enable
         unclean leader election)."""
-        if self._pending is not None:
+        if change.kind is ChangeKind.LOG_DIR_EVENT:
+            self._log_dir_events = True
+        elif self._pending is not None:
             if change.kind is ChangeKind.PARTITION:
                 self._pending.add((change.name, change.partition))
             elif change.kind in (ChangeKind.TOPIC, ChangeKind.TOPIC_CONFIG):
@@ -159,7 +177,12 @@ class Controller:
             if self.active:
                 log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch)
                 self._pending = None
+                self._log_dir_events = True
         if self.active:
+            if self._log_dir_events:
+                self._log_dir_events = False
+                if await self._take_log_dir_events():
+                    self._pending = None
             scope, self._pending = self._pending, set()
             try:
                 await self._apply(self._reconcile(scope))
@@ -172,6 +195,47 @@ class Controller:
         if self.active:
             log.warning("broker %d resigns as controller: %s", self.broker_id, why)
             self.epoch = None
+
+    # -- failed log directories ----------------------------------------------------------
+
+    async def _take_log_dir_events(self) -> bool:
+        """Learn the offline replicas of the brokers that sent log dir events; True if
+        any were learned."""
+        learned = False
+        for broker in await self.cluster.take_log_dir_events():
+            registration = self.cluster.live_brokers().get(broker)
+            if registration is None:
+                continue  # gone: all its replicas count as dead anyway
+            assigned = [
+                (topic, pm.partition) for topic, pm in self._partitions() if broker in pm.replicas
+            ]
+            try:
+                offline = await self.offline_replicas(broker, assigned)
+            except (BrokerConnectionError, OSError, TimeoutError) as exc:
+                log.warning("asking broker %d for its offline replicas failed: %r", broker, exc)
+                continue
+            self._offline[broker] = (registration.epoch, offline)
+            learned = True
+            log.info(
+                "broker %d: replicas offline after a log directory failure: %s",
+                broker,
+                ", ".join(f"{t}-{p}" for t, p in sorted(offline)) or "(none)",
+            )
+        return learned
+
+    def _online(self, topic: str, partition: int, live: Collection[int]) -> Collection[int]:
+        """The live brokers whose replica of the partition is not in a failed directory."""
+        failed = {b for b, (_, replicas) in self._offline.items() if (topic, partition) in replicas}
+        return set(live) - failed if failed else live
+
+    def _forget_restarted(self) -> None:
+        """Offline replicas count until their broker registers again (a restart)."""
+        brokers = self.cluster.live_brokers()
+        self._offline = {
+            broker: entry
+            for broker, entry in self._offline.items()
+            if broker in brokers and brokers[broker].epoch == entry[0]
+        }
 
     # -- decisions -------------------------------------------------------------------------
 
@@ -201,6 +265,7 @@ class Controller:
         partitions in ``scope``."""
         live = self.cluster.live_brokers().keys()
         unclean_allowed = functools.cache(self.unclean_allowed)
+        self._forget_restarted()
         writes = []
         for topic, pm in self._in_scope(scope):
             if pm.state is None:
@@ -213,7 +278,11 @@ class Controller:
                 why = "first live replica"
             else:
                 state = elections.after_broker_changes(
-                    pm.replicas, pm.state, live, unclean_allowed(topic), self.epoch
+                    pm.replicas,
+                    pm.state,
+                    self._online(topic, pm.partition, live),
+                    unclean_allowed(topic),
+                    self.epoch,
                 )
                 why = "brokers changed"
             if state is not None:
@@ -428,7 +497,7 @@ class Controller:
                     if unknown_topic
                     else f"No such partition as {topic}-{partition}",
                 )
-            live = self.cluster.live_brokers().keys()
+            live = self._online(topic, partition, self.cluster.live_brokers().keys())
             try:
                 state = strategy(pm.replicas, pm.state, live, self.epoch)
             except KafkaError as exc:

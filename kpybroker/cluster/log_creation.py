@@ -13,9 +13,10 @@ retry), as a Kafka broker that has not yet applied a partition's metadata.
 What a partition's log is made with (its topic id, config, first leader epoch) is
 asked for when its slice is taken, from the metadata as it is then; a partition
 whose topic was deleted or moved away meanwhile is skipped. A slice whose files
-cannot be made (a full disk, no file descriptors left) is logged and retried
-after ``RETRY_S``: partitions in the metadata always get their log eventually, which
-is also what happens after a restart (the broker queues every missing log).
+cannot be made (a disk error, which takes its directory offline; no file
+descriptors left) is logged and retried after ``RETRY_S`` in a directory still
+online: partitions in the metadata always get their log eventually, which is also
+what happens after a restart (the broker queues every missing log).
 """
 
 from __future__ import annotations
@@ -141,28 +142,39 @@ class LogCreator:
                 for place, spec in zip(places, wanted, strict=True)
             )
         )
-        failed = []
+        failed = [
+            (place, spec, outcome)
+            for place, spec, outcome in zip(places, wanted, made, strict=True)
+            if isinstance(outcome, OSError)
+        ]
+        for place, spec, exc in failed:
+            self._logs.unplace(place)
+            self._logs.failures.fail(
+                place, f"creating the log of {spec.topic}-{spec.partition}", exc
+            )
+        retry = [spec for _, spec, _ in failed]
         adopted = []
         for place, spec, outcome in zip(places, wanted, made, strict=True):
             if isinstance(outcome, OSError):
+                continue
+            if place in self._logs.failures.offline:  # made just before its directory failed
                 self._logs.unplace(place)
-                failed.append((spec, outcome))
-            else:
-                self._logs.adopt(place, spec.topic, spec.partition, outcome)
-                adopted.append((spec, outcome))
+                outcome.close_handles()
+                retry.append(spec)
+                continue
+            self._logs.adopt(place, spec.topic, spec.partition, outcome)
+            adopted.append((spec, outcome))
         self._hosted(adopted)
-        if failed:
-            spec, exc = failed[0]
-            log.error(
-                "creating %d partition logs failed (%s-%d: %s); retrying in %.0f s",
-                len(failed),
-                spec.topic,
-                spec.partition,
-                exc,
+        if retry:
+            log.warning(
+                "%d partition logs not made (%s-%d first); retrying in %.0f s",
+                len(retry),
+                retry[0].topic,
+                retry[0].partition,
                 RETRY_S,
             )
             await asyncio.sleep(RETRY_S)
-            for spec, _ in failed:
+            for spec in retry:
                 self._queued[(spec.topic, spec.partition)] = None
 
     def _open(self, place: Path, spec: NewLog) -> PartitionLog | OSError:

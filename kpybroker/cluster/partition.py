@@ -86,6 +86,8 @@ class Partition:
         """An ISR being written by this leader; the high watermark counts it in meanwhile."""
         #: Called with (partition, follower) when a follower caught up and may join the ISR.
         self.on_caught_up: Callable[[Partition, int], None] = lambda partition, follower: None
+        #: Called with (what, error) when the log hit a disk error: its directory goes offline.
+        self.on_disk_error: Callable[[str, OSError], None] = lambda what, exc: None
         self._append_waiters: set[asyncio.Future[bool]] = set()
         self._hwm_waiters: set[asyncio.Future[bool]] = set()
         self._acks: list[tuple[int, asyncio.Future[ErrorCode]]] = []
@@ -187,9 +189,10 @@ class Partition:
             if not future.done():
                 future.set_result(error)
 
-    def close(self) -> None:
-        """The partition is no longer hosted here (its topic was deleted)."""
-        self._resign(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    def close(self, error: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER) -> None:
+        """The partition is no longer hosted here (its topic was deleted, or its log
+        directory failed): what waits on it gets ``error``."""
+        self._resign(error)
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """KIP-320 fencing: a client's view of the epoch must match ours (-1 skips the check)."""
@@ -244,14 +247,18 @@ class Partition:
         try:
             result = append()
         except OSError as exc:
-            log.error("append to %s-%d failed: %s", self.topic, self.index, exc)
-            raise KafkaError(
-                ErrorCode.KAFKA_STORAGE_ERROR, f"Disk error when trying to access log file: {exc}"
-            ) from exc
+            raise self._storage_error(f"appending to {self.topic}-{self.index}", exc) from exc
         if not result.duplicate:
             self._wake(self._append_waiters)
             self.maybe_advance_high_watermark()
         return result
+
+    def _storage_error(self, what: str, exc: OSError) -> KafkaError:
+        """Report a disk error (its directory goes offline); the error to answer with."""
+        self.on_disk_error(what, exc)
+        return KafkaError(
+            ErrorCode.KAFKA_STORAGE_ERROR, f"Disk error when trying to access log file: {exc}"
+        )
 
     def acks_outcome(self, offset: int) -> ErrorCode | None:
         """The acks=all answer for records below ``offset`` if it is known now; None while the
@@ -343,13 +350,17 @@ class Partition:
         committed: bool = False,
     ) -> ReadResult:
         """Whole batches from ``offset``: up to the log end for followers, below the last
-        stable offset for read_committed consumers, the high watermark for others."""
+        stable offset for read_committed consumers, the high watermark for others. A disk
+        error takes the log's directory offline: KAFKA_STORAGE_ERROR."""
         plog = self.log
         if for_follower:
             limit = plog.log_end_offset
         else:
             limit = plog.last_stable_offset if committed else plog.high_watermark
-        return plog.read(offset, max_bytes, limit, min_one_message=min_one)
+        try:
+            return plog.read(offset, max_bytes, limit, min_one_message=min_one)
+        except OSError as exc:
+            raise self._storage_error(f"reading {self.topic}-{self.index}", exc) from exc
 
     def aborted_transactions(self, fetch_offset: int, result: ReadResult) -> list[AbortedTxn]:
         """For a read_committed fetch: the aborted transactions overlapping ``result``."""
@@ -361,8 +372,13 @@ class Partition:
     # -- as follower -------------------------------------------------------------------
 
     def append_as_follower(self, records: memoryview, leader_hwm: int, leader_start: int) -> int:
-        """Append what the leader sent and follow its high watermark and log start offset."""
-        appended = self.log.append_as_follower(records) if records else 0
+        """Append what the leader sent and follow its high watermark and log start offset;
+        a disk error takes the log's directory offline and is raised."""
+        try:
+            appended = self.log.append_as_follower(records) if records else 0
+        except OSError as exc:
+            self.on_disk_error(f"appending to {self.topic}-{self.index} as follower", exc)
+            raise
         plog = self.log
         plog.update_high_watermark(min(leader_hwm, plog.log_end_offset))
         if leader_start > plog.log_start_offset:

@@ -18,14 +18,21 @@ writes fail the same way.
 
 The transaction coordinator's markers are written here (``write_txn_marker``,
 one partition of a WriteTxnMarkers request), acks=all.
+
+A log directory that fails (``log_dir_failure``) takes its partitions offline
+here: they stop being led or followed, answer KAFKA_STORAGE_ERROR, and are not
+made again elsewhere; the controller learns of it (``log_dir_events``) and
+moves their leadership to other replicas.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from kpybroker.cluster.broker_client import PeerAddress
 from kpybroker.cluster.isr import IsrWriter
@@ -38,6 +45,7 @@ from kpybroker.log.log_manager import LogManager
 from kpybroker.log.partition_log import PartitionLog
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
 from kpybroker.metadata.model import NO_LEADER, Endpoint, PartitionMetadata
+from kpybroker.metadata.store import MetadataStoreError
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
 
@@ -73,6 +81,9 @@ class ReplicaManager:
         self._isr: IsrWriter | None = None
         self._creator: LogCreator | None = None
         self._hosting_listeners: list[Callable[[str], None]] = []
+        #: Partitions whose log directory failed: KAFKA_STORAGE_ERROR until a restart.
+        self.offline: set[TopicPartition] = set()
+        self._notifications: set[asyncio.Task[None]] = set()
 
     def start(
         self,
@@ -90,6 +101,7 @@ class ReplicaManager:
         self._fetchers = FetcherManager(self.broker_id, self.inter_broker_address, settings)
         self._isr = IsrWriter(cluster, self.clock_ms)
         self._creator = LogCreator(logs, self._new_log, self._logs_created)
+        logs.failures.add_listener(self._on_log_dir_failure)
 
     async def stop(self) -> None:
         if self._creator is not None:
@@ -130,6 +142,8 @@ class ReplicaManager:
                     self._drop(gone)
                     self._logs.delete_partition(name, index)
                 continue
+            if (name, index) in self.offline:
+                continue
             partition = self.partitions.get((name, index))
             if partition is not None and partition.topic_id != topic_id:
                 log.warning("%s-%d was re-created under a new topic id", name, index)
@@ -152,6 +166,7 @@ class ReplicaManager:
     def _host(self, plog: PartitionLog, name: str, index: int, topic_id: bytes) -> Partition:
         partition = Partition(plog, name, index, topic_id, self.broker_id, clock_ms=self.clock_ms)
         partition.on_caught_up = self._isr.expand
+        partition.on_disk_error = functools.partial(self._logs.fail_log, plog)
         self.partitions[(name, index)] = partition
         self.topic_names[topic_id] = name
         return partition
@@ -237,6 +252,7 @@ class ReplicaManager:
             partition.min_insync_replicas = value
 
     def remove_topic(self, topic: str) -> list[Partition]:
+        self.offline = {tp for tp in self.offline if tp[0] != topic}
         removed = list(self._of_topic(topic))
         for partition in removed:
             self._stop(partition)
@@ -246,18 +262,45 @@ class ReplicaManager:
     def _of_topic(self, topic: str) -> Iterator[Partition]:
         return (p for key, p in self.partitions.items() if key[0] == topic)
 
-    def _drop(self, partition: Partition) -> None:
-        """Stop hosting one partition; its topic id stays known while another
-        partition of the topic is hosted."""
-        self._stop(partition)
+    def _drop(
+        self, partition: Partition, error: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    ) -> None:
+        """Stop hosting one partition (what waited on it gets ``error``); its topic id
+        stays known while another partition of the topic is hosted."""
+        self._stop(partition, error)
         if not any(p.topic_id == partition.topic_id for p in self._of_topic(partition.topic)):
             self.topic_names.pop(partition.topic_id, None)
 
-    def _stop(self, partition: Partition) -> None:
+    def _stop(
+        self, partition: Partition, error: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    ) -> None:
         del self.partitions[(partition.topic, partition.index)]
         if self._fetchers is not None:
             self._fetchers.unfollow(partition.topic, partition.index)
-        partition.close()
+        partition.close(error)
+
+    def _on_log_dir_failure(self, log_dir: Path) -> None:
+        """Kafka's ``handleLogDirFailure``: the partitions in ``log_dir`` go offline (no
+        more leading or fetching; KAFKA_STORAGE_ERROR for clients and waiting acks), and
+        the controller is told, through a log dir event, to move their leadership."""
+        failed = [p for p in self.partitions.values() if p.log.directory.parent == log_dir]
+        for partition in failed:
+            self._drop(partition, ErrorCode.KAFKA_STORAGE_ERROR)
+            self.offline.add((partition.topic, partition.index))
+        log.warning(
+            "Stopping serving replicas in dir %s: %s",
+            log_dir,
+            ", ".join(f"{p.topic}-{p.index}" for p in failed) or "(none)",
+        )
+        task = asyncio.get_running_loop().create_task(self._tell_controller())
+        self._notifications.add(task)
+        task.add_done_callback(self._notifications.discard)
+
+    async def _tell_controller(self) -> None:
+        try:
+            await self._cluster.propagate_log_dir_event(self.broker_id)
+        except MetadataStoreError as exc:
+            log.error("telling the controller of the failed log directory failed: %r", exc)
 
     def set_fenced(self, fenced: bool) -> None:
         """Fence (session lost) or unfence (session back and states re-read)."""
@@ -328,7 +371,13 @@ class ReplicaManager:
         ``localLogWithEpochOrThrow`` do: one this broker holds no replica of is
         NOT_LEADER_OR_FOLLOWER when the cluster has it (the client refreshes its
         metadata and finds the replicas) and UNKNOWN_TOPIC_OR_PARTITION otherwise;
-        then the client's leader epoch, then leadership (while fenced, nothing is led)."""
+        then the client's leader epoch, then leadership (while fenced, nothing is led).
+        A partition whose log directory failed is KAFKA_STORAGE_ERROR."""
+        if (topic, index) in self.offline:
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR,
+                f"Partition {topic}-{index} is offline: its log directory failed",
+            )
         partition = self.partitions.get((topic, index))
         if partition is None:
             self.check_known(topic, index)
@@ -341,6 +390,15 @@ class ReplicaManager:
     def leader_partition(self, topic: str, index: int) -> Partition:
         """The partition if this broker leads it; Kafka's errors otherwise."""
         return self.partition_for(topic, index)
+
+    def is_offline(self, topic: str, index: int) -> bool:
+        """Whether the partition's log directory here failed."""
+        return (topic, index) in self.offline
+
+    def offline_here(self, topic: str) -> frozenset[tuple[int, int]]:
+        """(this broker, partition) for each partition of ``topic`` whose log directory
+        failed here: offline replicas, which Metadata reports."""
+        return frozenset((self.broker_id, p) for t, p in self.offline if t == topic)
 
     def leader_hint(self, topic: str, index: int) -> LeaderHint:
         """The leader as the cluster metadata knows it: -1 when there is none alive."""

@@ -41,6 +41,14 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: ``(log, what, exc)``: a disk error in ``log``'s directory (``LogManager.fail_log``).
+DiskErrorReport = Callable[[PartitionLog, str, OSError], None]
+
+
+def raise_disk_error(_log: PartitionLog, _what: str, exc: OSError) -> None:
+    """The default report for a cleaner used on its own (benchmarks, tests): re-raise."""
+    raise exc
+
 
 @dataclass(frozen=True, slots=True)
 class _Round:
@@ -57,8 +65,12 @@ class LogCleaner:
         log_dirs: Iterable[Path],
         logs: LogsView,
         time_ms: Callable[[], int],
+        on_disk_error: DiskErrorReport = raise_disk_error,
     ) -> None:
+        """``on_disk_error(log, what, exc)`` takes the directory of a log that a cleaning
+        round or retention hit a disk error in offline."""
         self.config = config
+        self._on_disk_error = on_disk_error
         self.manager = CleanerManager(log_dirs, logs)
         self._stop = threading.Event()
         self._cleaner = Cleaner(config, self._stop)
@@ -87,10 +99,13 @@ class LogCleaner:
             return False
         current = self._round = _Round(ltc.tp, threading.Event())
         end_offset: int | None = None
+        disk_error: OSError | None = None
         try:
             end_offset = await self.clean(ltc, current.abort)
         except CleaningAborted:
             log.info("cleaning of %s was aborted", ltc.log.name)
+        except OSError as exc:
+            disk_error = exc
         except Exception:
             log.warning("cleaning %s failed; marking it uncleanable", ltc.log.name, exc_info=True)
             self.manager.uncleanable.add(ltc.tp)
@@ -98,6 +113,8 @@ class LogCleaner:
         finally:
             self._round = None
             self.manager.done_cleaning(ltc, None if current.abort.is_set() else end_offset)
+        if disk_error is not None:
+            self._on_disk_error(ltc.log, f"cleaning {ltc.log.name}", disk_error)
         return True
 
     async def clean(self, ltc: LogToClean, abort: threading.Event | None = None) -> int:
@@ -213,7 +230,12 @@ class LogCleaner:
     def delete_old_segments(self) -> None:
         """Retention for compacted logs (compact,delete; or DeleteRecords-style start moves)."""
         for partition_log in self.manager.compacted_logs_idle():
-            partition_log.delete_old_segments()
+            try:
+                partition_log.delete_old_segments()
+            except OSError as exc:
+                self._on_disk_error(
+                    partition_log, f"deleting old segments of {partition_log.name}", exc
+                )
         self.manager.forget_uncleanable()
 
     def is_cleaning(self, tp: TopicPartition) -> bool:

@@ -14,6 +14,11 @@ does what Kafka's scheduler threads do, each at its configured interval
 (``LogManagerConfig``). With ``log.cleaner.enable`` the manager also owns the
 ``LogCleaner``, whose ``run()`` the broker starts as a task; retention of
 compacted logs is then the cleaner's job, as in Kafka.
+
+A disk error in a directory takes it offline (``failures``, see
+``log_dir_failure``): its logs are closed and forgotten, its checkpoints no
+longer written, and new partitions go to the directories still online. When
+none is left the broker halts, as Kafka does.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from kpybroker.log.checkpoint import (
 from kpybroker.log.load_progress import DEFAULT_INTERVAL_S, DirLoadProgress
 from kpybroker.log.log_cleaner import LogCleaner
 from kpybroker.log.log_config import LogConfig, LogManagerConfig
+from kpybroker.log.log_dir_failure import LogDirFailureChannel
 from kpybroker.log.log_dir_moves import LogDirMove, LogDirMoves, settle_future_dirs
 from kpybroker.log.metadata_files import (
     ensure_meta_properties,
@@ -106,6 +112,7 @@ class LogManager:
         #: Where AlterReplicaLogDirs asked a partition not created here yet to go (Kafka's
         #: ``preferredLogDirs``).
         self._preferred_dir: dict[TopicPartition, Path] = {}
+        self.failures = LogDirFailureChannel(self._close_dir)
         self.settings = settings or LogManagerConfig()
         self.moves = LogDirMoves(
             self._open_like, self._swapping, self.settings.alter_log_dirs_max_bytes_per_second
@@ -161,6 +168,7 @@ class LogManager:
                 self.log_dirs,
                 lambda: [(tp, plog, self._dir_of[tp]) for tp, plog in self.logs.items()],
                 time_ms,
+                self.fail_log,
             )
             for tp, partition_log in self.logs.items():
                 self._guard_truncation(tp, partition_log)
@@ -258,6 +266,15 @@ class LogManager:
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get((topic, partition))
 
+    @property
+    def online_dirs(self) -> list[Path]:
+        """The log directories not taken offline by a disk error."""
+        return [d for d in self.log_dirs if d not in self.failures.offline]
+
+    def fail_log(self, partition_log: PartitionLog, what: str, exc: OSError) -> None:
+        """A file operation of ``partition_log`` failed: its directory goes offline."""
+        self.failures.fail(partition_log.directory.parent, what, exc)
+
     def get_or_create(
         self, topic: str, partition: int, topic_id: bytes | None, config: LogConfig | None = None
     ) -> PartitionLog:
@@ -279,12 +296,12 @@ class LogManager:
         return self.adopt(log_dir, topic, partition, created)
 
     def place_new(self, tp: TopicPartition) -> Path:
-        """The log directory for a new partition: the one AlterReplicaLogDirs asked for,
-        else the one holding the fewest (counting those being created); it counts the new
-        one until ``adopt`` or ``unplace``."""
-        log_dir = self._preferred_dir.pop(tp, None) or min(
-            self.log_dirs, key=self._dir_load.__getitem__
-        )
+        """The log directory for a new partition: the one AlterReplicaLogDirs asked for if
+        it is online, else the online one holding the fewest (counting those being
+        created); it counts the new one until ``adopt`` or ``unplace``."""
+        preferred = self._preferred_dir.pop(tp, None)
+        online = self.online_dirs
+        log_dir = preferred if preferred in online else min(online, key=self._dir_load.__getitem__)
         self._dir_load[log_dir] += 1
         return log_dir
 
@@ -441,26 +458,35 @@ class LogManager:
     def periodic(self, now_ms: int | None = None) -> None:
         """Flush policy, rolled-segment fsync, retention, producer expiry, checkpoints: when due.
 
-        A task that fails on a disk error (a full disk) is logged and retried at
-        its next interval; the others still run.
+        A disk error takes the directory of the log (or checkpoint) it hit offline;
+        the work on the other directories goes on.
         """
         now = self._time_ms() if now_ms is None else now_ms
         for tp, partition_log in self:
-            if not partition_log.maintenance_due:
-                continue
-            try:
-                partition_log.maintain(now)
-            except OSError as exc:
-                log.warning("flushing the log of %s-%d failed: %s", *tp, exc)
-        for i, (what, task, interval) in enumerate(self._tasks):
+            if partition_log.maintenance_due:
+                self._guarded(
+                    tp, partition_log, "flushing", functools.partial(partition_log.maintain, now)
+                )
+        for i, (_, task, interval) in enumerate(self._tasks):
             if now < self._next_run[i]:
                 continue
             self._next_run[i] = now + interval
-            try:
-                task(now)
-            except OSError as exc:
-                log.warning("%s failed: %s", what, exc)
+            task(now)
         self._deleted = [d for d in self._deleted if d.release_retired(now)]
+
+    def _guarded(
+        self,
+        tp: TopicPartition,
+        partition_log: PartitionLog,
+        what: str,
+        work: Callable[[], object],
+    ) -> None:
+        """``work()`` on one log; a disk error takes its directory offline."""
+        try:
+            work()
+        except OSError as exc:
+            if self.logs.get(tp) is partition_log:  # not deleted meanwhile
+                self.fail_log(partition_log, f"{what} the log of {tp[0]}-{tp[1]}", exc)
 
     def _delete_old_segments(self, _now: int) -> None:
         """Retention of the logs the cleaner does not own (Kafka's ``cleanupLogs``): with a
@@ -470,7 +496,9 @@ class LogManager:
                 continue
             if self.cleaner is not None and self.cleaner.is_cleaning(tp):
                 continue  # its policy just changed from compact; the round must end first
-            partition_log.delete_old_segments()
+            self._guarded(
+                tp, partition_log, "deleting old segments of", partition_log.delete_old_segments
+            )
 
     def _remove_expired_producers(self, now: int) -> None:
         for _, partition_log in self:
@@ -500,12 +528,42 @@ class LogManager:
     def _write_checkpoints(
         self, file_name: str, value: Callable[[PartitionLog], int | None]
     ) -> None:
-        for log_dir in self.log_dirs:
+        for log_dir in self.online_dirs:
             offsets = {}
             for tp, partition_log in self.logs.items():
                 if self._dir_of[tp] == log_dir and (offset := value(partition_log)) is not None:
                     offsets[tp] = offset
-            write_offset_checkpoint(log_dir / file_name, offsets)
+            try:
+                write_offset_checkpoint(log_dir / file_name, offsets)
+            except OSError as exc:
+                self.failures.fail(log_dir, f"writing {file_name}", exc)
+
+    def _close_dir(self, log_dir: Path) -> None:
+        """Kafka's ``LogManager.handleLogDirFailure``: forget the logs of a directory gone
+        offline and close their files without flushing (the disk failed); halt when no
+        directory is left, as Kafka does."""
+        gone = sorted(tp for tp, d in self._dir_of.items() if d == log_dir)
+        for move in self.moves:  # moves from or to the failed directory stop
+            if move.target_dir == log_dir or self._dir_of[move.topic_partition] == log_dir:
+                self.moves.cancel(move.topic_partition)
+        for tp in gone:
+            if self.cleaner is not None:
+                self.cleaner.abort(tp)
+            del self._dir_of[tp]
+            self.logs.pop(tp).close_handles()
+        self._dir_load.pop(log_dir, None)
+        log.warning(
+            "Logs for partitions %s are offline due to failure on log directory %s",
+            ", ".join(f"{t}-{p}" for t, p in gone) or "(none)",
+            log_dir,
+        )
+        if not self.online_dirs:
+            log.error(
+                "Shutdown broker because all log dirs in %s have failed",
+                ", ".join(map(str, self.log_dirs)),
+            )
+            logging.shutdown()
+            os._exit(1)
 
     # -- shutdown ---------------------------------------------------------------------
 
@@ -525,15 +583,11 @@ class LogManager:
             except OSError:
                 log.exception("closing the log of %s-%d failed", *tp)
                 unclean.add(self._dir_of[tp])
-        try:
-            self.checkpoint()
-        except OSError:
-            log.exception("writing the offset checkpoints failed")
-            unclean.update(self.log_dirs)
+        self.checkpoint()  # a directory it fails in goes offline
         for deleted in self._deleted:
             deleted.release_descriptors()
         self._deleted = []
-        for log_dir in self.log_dirs:
+        for log_dir in self.online_dirs:
             if log_dir not in unclean:
                 try:
                     write_clean_shutdown(log_dir, self._broker_epoch)

@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 MIN_CAPACITY = 16
 #: The cache's capacity when the soft limit is unlimited.
 UNLIMITED_CAPACITY = 1 << 20
-_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+#: The process is out of file descriptors: not the disk's fault.
+OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
 
 
 def capacity_for_limit(soft_limit: int) -> int:
@@ -223,7 +224,7 @@ class OpenFiles:
             try:
                 return os.open(path, flags, 0o644)
             except OSError as exc:
-                if exc.errno not in _OUT_OF_DESCRIPTORS or not self._open:
+                if exc.errno not in OUT_OF_DESCRIPTORS or not self._open:
                     raise
                 self._evict_oldest()
 

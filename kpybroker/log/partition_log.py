@@ -23,6 +23,7 @@ included, still happens here on the loop (see ``log_cleaner``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import time
@@ -852,6 +853,17 @@ class PartitionLog:
         self.recovery_point = moved.recovery_point
         self.high_watermark = moved.high_watermark
         self._dir_dirty = False
+
+    def close_handles(self) -> None:
+        """Close every file without flushing: the log's directory went offline after a
+        disk error, so nothing more is written (Kafka's ``closeHandlers``); a close
+        that fails too is of no consequence."""
+        for segment in self.segments:
+            for index in (segment.offset_index, segment.time_index):
+                with contextlib.suppress(OSError):
+                    index.close()
+        with contextlib.suppress(OSError):
+            self.release_descriptors()
 
     def release_descriptors(self) -> None:
         """Close every descriptor now, including those of deleted segments still in their delay."""

@@ -32,6 +32,12 @@ from functools import partial
 from types import MappingProxyType
 from typing import TypeVar
 
+from kpybroker.metadata.log_dir_events import (
+    LOG_DIR_EVENT_NOTIFICATION_PATH,
+    pending_log_dir_events,
+    propagate_log_dir_event,
+    take_log_dir_events,
+)
 from kpybroker.metadata.model import (
     Assignment,
     BrokerIdInUseError,
@@ -184,7 +190,7 @@ class ClusterMetadata:
     # -- lifecycle -------------------------------------------------------------
 
     async def start(self) -> None:
-        for path in CONTAINER_PATHS:
+        for path in (*CONTAINER_PATHS, LOG_DIR_EVENT_NOTIFICATION_PATH):
             await self._ensure_node(path, make_parents=True)
         self.store.add_session_listener(self._on_session_state)
         await self._load_all()
@@ -248,6 +254,18 @@ class ClusterMetadata:
             for entity, configs in self._group_configs.items.items()
             if configs
         ]
+
+    # -- log directory failures --------------------------------------------------
+
+    async def propagate_log_dir_event(self, broker_id: int) -> None:
+        """Tell the controller that a log directory of ``broker_id`` failed; every broker
+        then sees a LOG_DIR_EVENT change, which the controller acts on."""
+        await propagate_log_dir_event(self.store, broker_id)
+
+    async def take_log_dir_events(self) -> list[int]:
+        """For the controller: the brokers whose log directories failed since the last
+        call; the notifications are deleted."""
+        return await take_log_dir_events(self.store)
 
     # -- writes ----------------------------------------------------------------
 
@@ -542,6 +560,7 @@ class ClusterMetadata:
             self._broker_configs.reload(True),
             self._group_configs.reload(True),
             self._refresher.request(self._load_controller),
+            self._refresher.request(self._load_log_dir_events),
         )
         await asyncio.gather(
             *(
@@ -592,6 +611,10 @@ class ClusterMetadata:
             self._controller_id = controller
             self._changed(ChangeKind.CONTROLLER)
 
+    async def _load_log_dir_events(self) -> None:
+        if await pending_log_dir_events(self.store, self._on_log_dir_event):
+            self._changed(ChangeKind.LOG_DIR_EVENT)
+
     async def _resync(self) -> None:
         """After a session loss the registration and all watches are gone: recreate
         the one, re-read everything to re-arm the others."""
@@ -611,6 +634,9 @@ class ClusterMetadata:
 
     def _on_controller_event(self, event: WatchedEvent) -> None:
         self._refresh_later(self._load_controller)
+
+    def _on_log_dir_event(self, event: WatchedEvent) -> None:
+        self._refresh_later(self._load_log_dir_events)
 
     def _on_session_state(self, state: SessionState) -> None:
         if state is SessionState.LOST:

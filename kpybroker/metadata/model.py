@@ -215,6 +215,8 @@ class ChangeKind(enum.Enum):
     GROUP_CONFIG = "group_config"
     SESSION = "session"
     """The store session was lost, or is back with everything read again (``session_lost``)."""
+    LOG_DIR_EVENT = "log_dir_event"
+    """A broker's log directory failed (``log_dir_events``): the controller takes the events."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +226,7 @@ class MetadataChange:
     ``name`` is the broker id (BROKER), the topic (TOPIC, PARTITION,
     TOPIC_CONFIG), the config entity (BROKER_CONFIG: a broker id or
     ``<default>``), the group id (GROUP_CONFIG), or empty (CONTROLLER,
-    SESSION). ``partition`` is set for PARTITION.
+    SESSION, LOG_DIR_EVENT). ``partition`` is set for PARTITION.
     A TOPIC change covers creation, deletion and a new assignment or topic id.
     """
 

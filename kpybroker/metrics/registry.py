@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 from kpybroker.metrics.broker_metrics import BrokerMetrics
 from kpybroker.metrics.connections import Connection, ConnectionCountCollector
 from kpybroker.metrics.group_lag import CommittedOffsets, GroupLagCollector
+from kpybroker.metrics.log_dirs import LogDirCollector, LogDirStates
 from kpybroker.metrics.log_state import LogState, LogStateCollector
 from kpybroker.metrics.replica_state import (
     ControllerRole,
@@ -35,6 +36,7 @@ class BrokerState:
     groups: CommittedOffsets
     listeners: Sequence[str]
     connections: Collection[Connection]
+    log_dirs: LogDirStates
 
 
 def broker_registry(metrics: BrokerMetrics, state: BrokerState) -> CollectorRegistry:
@@ -45,6 +47,7 @@ def broker_registry(metrics: BrokerMetrics, state: BrokerState) -> CollectorRegi
         metrics.event_loop,
         ReplicaStateCollector(state.hosted, state.controller, state.topology),
         LogStateCollector(state.logs),
+        LogDirCollector(state.log_dirs),
         GroupLagCollector(state.groups, state.hosted),
         ConnectionCountCollector(state.listeners, state.connections),
     ):

@@ -96,9 +96,13 @@ class FakeReplicas:
         self.partitions: dict[tuple[str, int], FakePartition] = {}
         self.elsewhere: set[tuple[str, int]] = set()
         self.ids: dict[bytes, str] = {}
+        self.offline: set[tuple[str, int]] = set()
 
     def knows(self, topic: str, index: int) -> bool:
         return (topic, index) in self.partitions or (topic, index) in self.elsewhere
+
+    def is_offline(self, topic: str, index: int) -> bool:
+        return (topic, index) in self.offline
 
     def check_known(self, topic: str, index: int) -> None:
         if not self.knows(topic, index):
@@ -119,6 +123,9 @@ class FakeReplicas:
 
     def leader_hint(self, topic: str, index: int) -> LeaderHint:
         return LeaderHint(1, 5)
+
+    def offline_here(self, topic: str) -> frozenset[tuple[int, int]]:
+        return frozenset()
 
     def topic_name(self, topic_id: bytes) -> str | None:
         return self.ids.get(topic_id)
@@ -304,6 +311,7 @@ class FakeCluster:
 class FakeLogs:
     def __init__(self, log_dir: Path) -> None:
         self.log_dirs = [log_dir]
+        self.online_dirs = self.log_dirs
         self.logs: dict[tuple[str, int], Any] = {}
 
     def __iter__(self) -> Iterator[tuple[tuple[str, int], Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -65,6 +66,12 @@ class FakeLog:
     log_start_offset: int
     log_end_offset: int
     segments: list[object]
+
+
+@dataclass
+class FakeLogDirs:
+    log_dirs: list[Path]
+    online_dirs: list[Path]
 
 
 @dataclass

@@ -90,3 +90,26 @@ def test_it_needs_alter_on_the_cluster(tmp_path: Path) -> None:
         ("t", 1): ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
         ("u", 2): ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
     }
+
+
+def test_an_offline_directory_or_partition_is_a_storage_error(tmp_path: Path) -> None:
+    """As Kafka's ``alterReplicaLogDirs``: an offline destination, or a partition whose log
+    directory failed here, is KAFKA_STORAGE_ERROR."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    logs = LogManager([first, second], broker_id=0, cluster_id=CLUSTER_ID)
+    replicas = FakeReplicas()
+    replicas.elsewhere = {("t", 0), ("t", 1)}
+    replicas.offline = {("t", 1)}
+    granted = granting((ResourceType.CLUSTER, CLUSTER_NAME, AclOperation.ALTER))
+    logs.failures.fail(second, "appending to t-9", OSError(5, "Input/output error"))
+    response = call(
+        dataclasses.replace(services(replicas=replicas, authorizer=granted), logs=logs),
+        alter((str(second), "t", [0]), (str(first), "t", [1])),
+        2,
+        principal=ALICE,
+    )
+    assert answers(response) == {
+        ("t", 0): ErrorCode.KAFKA_STORAGE_ERROR,
+        ("t", 1): ErrorCode.KAFKA_STORAGE_ERROR,
+    }
+    logs.close()

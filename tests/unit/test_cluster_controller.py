@@ -9,9 +9,11 @@ timeout. Runs on both store backends.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from kpybroker.cluster.controller import Controller, NotControllerError
+from kpybroker.cluster.offline_replicas import OfflineReplicas, TopicPartition
 from kpybroker.cluster.replication_settings import ReplicationSettings
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
 from kpybroker.metadata.model import ChangeKind, Endpoint, MetadataChange, PartitionState
@@ -35,11 +37,29 @@ class Node:
         await self.cluster.store.close()
 
 
-async def start_node(backend: Backend, broker_id: int, unclean: bool = False) -> Node:
+def offline_replicas(
+    offline: Mapping[int, Collection[TopicPartition]],
+) -> OfflineReplicas:
+    """What each broker would answer the controller's DescribeLogDirs with."""
+
+    async def ask(broker: int, assigned: Iterable[TopicPartition]) -> frozenset[TopicPartition]:
+        return frozenset(assigned) & frozenset(offline.get(broker, ()))
+
+    return ask
+
+
+async def start_node(
+    backend: Backend,
+    broker_id: int,
+    unclean: bool = False,
+    offline: Mapping[int, Collection[TopicPartition]] | None = None,
+) -> Node:
     cluster = ClusterMetadata(await backend.connect())
     await cluster.start()
     await cluster.register_broker(broker_id, PLAINTEXT)
-    controller = Controller(broker_id, cluster, SETTINGS, lambda topic: unclean)
+    controller = Controller(
+        broker_id, cluster, SETTINGS, lambda topic: unclean, offline_replicas(offline or {})
+    )
     cluster.add_listener(controller.on_change)
     await controller.start()
     return Node(cluster, controller, asyncio.create_task(controller.run()))
@@ -83,6 +103,26 @@ async def test_leaders_follow_broker_deaths_and_returns(backend: Backend) -> Non
     survivor = await start_node(backend, 2)
     assert survivor.controller.epoch == 3
     assert state(survivor, "t", 0) == PartitionState(2, 1, (2,), 2)
+
+
+@scenario
+async def test_a_log_dir_event_moves_leadership_off_the_offline_replicas(backend: Backend) -> None:
+    offline = {1: [("t", 0), ("t", 1)]}
+    nodes = [await start_node(backend, i, offline=offline) for i in range(3)]
+    await nodes[0].cluster.create_topic("t", {0: [0, 1, 2], 1: [1, 2, 0], 2: [2, 0, 1]})
+    await eventually(lambda: state(nodes[1], "t", 2) is not None)
+    await nodes[1].cluster.propagate_log_dir_event(1)  # broker 1's directory failed
+    await eventually(lambda: state(nodes[2], "t", 1).leader == 2)
+    assert state(nodes[2], "t", 1) == PartitionState(2, 1, (2, 0), 1)
+    assert state(nodes[2], "t", 0) == PartitionState(0, 0, (0, 2), 1)  # only the ISR shrank
+    assert state(nodes[2], "t", 2) == PartitionState(2, 0, (2, 0, 1), 1)  # still online
+    assert await nodes[0].cluster.store.get_children("/log_dir_event_notification") == []
+    # A pass after another change keeps the offline replicas out (no re-election of 1).
+    await nodes[2].kill()
+    await eventually(lambda: state(nodes[0], "t", 1).leader == 0)
+    assert state(nodes[0], "t", 1) == PartitionState(0, 2, (0,), 1)
+    for node in nodes[:2]:
+        await node.kill()
 
 
 @scenario

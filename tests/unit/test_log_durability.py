@@ -118,22 +118,29 @@ def manager(tmp_path) -> LogManager:
     return log_manager(tmp_path, lambda _: SMALL)
 
 
-def test_a_failing_checkpoint_does_not_stop_the_other_tasks(tmp_path, monkeypatch) -> None:
-    logs = manager(tmp_path)
+def test_a_failing_checkpoint_takes_its_dir_offline_and_the_other_tasks_go_on(
+    tmp_path, monkeypatch
+) -> None:
+    full, roomy = tmp_path / "full", tmp_path / "roomy"
+    logs = LogManager([full, roomy], broker_id=1, cluster_id="c" * 22, config_for=lambda _: SMALL)
     fill(logs.get_or_create("t", 0, None), 3)
+    fill(logs.get_or_create("t", 1, None), 3)
     real = checkpoint_module.atomic_write
 
     def no_room_for_high_watermarks(path, data, **kwargs):
-        if path.name == "replication-offset-checkpoint":
+        if path == full / "replication-offset-checkpoint":
             disk_full()
         real(path, data, **kwargs)
 
     monkeypatch.setattr(checkpoint_module, "atomic_write", no_room_for_high_watermarks)
     logs.periodic(now_ms=2**62)  # every task is due
-    assert (tmp_path / "recovery-point-offset-checkpoint").exists()
-    assert not (tmp_path / "replication-offset-checkpoint").exists()
-    logs.close()  # the high watermark checkpoint fails again: no clean-shutdown marker
-    assert not (tmp_path / ".kafka_cleanshutdown").exists()
+    assert logs.online_dirs == [roomy]
+    for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
+        assert (roomy / name).exists()
+        assert not (full / name).exists()
+    logs.close()  # the offline directory gets no clean-shutdown marker: it is recovered
+    assert (roomy / ".kafka_cleanshutdown").exists()
+    assert not (full / ".kafka_cleanshutdown").exists()
 
 
 def test_checkpoints_are_written_to_a_temp_file_fsynced_and_renamed(tmp_path, monkeypatch) -> None:

@@ -41,5 +41,12 @@ def test_entries_stand_until_the_view_or_the_live_brokers_change() -> None:
     assert answers.get(12, changed, NO_OPERATIONS, frozenset({1, 2})) is not first
     again = answers.get(12, changed, NO_OPERATIONS, frozenset({1, 2}))
     assert answers.get(12, changed, NO_OPERATIONS, frozenset({2})) != again  # leader 1 away
+    offline = frozenset({(2, 1)})  # broker 2's replica of partition 1: its log dir failed
+    assert answers.get(12, changed, NO_OPERATIONS, frozenset({1, 2}), offline) != again
     answers.prune(set())
     assert len(answers) == 0
+
+
+def test_replicas_in_a_failed_log_dir_are_offline() -> None:
+    entry = topic_metadata(topic(), NO_OPERATIONS, {1, 2}, {(2, 1)})
+    assert [p.offline_replicas for p in entry.partitions] == [[], [2], []]

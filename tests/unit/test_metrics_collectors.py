@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -13,6 +14,7 @@ from kpybroker.metrics.connections import ConnectionCountCollector
 from kpybroker.metrics.event_loop import EventLoopLag
 from kpybroker.metrics.group_lag import GroupLagCollector
 from kpybroker.metrics.histogram import BucketCounts
+from kpybroker.metrics.log_dirs import LogDirCollector
 from kpybroker.metrics.log_state import LogStateCollector
 from kpybroker.metrics.registry import BrokerState, broker_registry
 from kpybroker.metrics.replica_state import ReplicaStateCollector
@@ -24,6 +26,7 @@ from tests.helpers.metrics_state import (
     FakeGroups,
     FakeHosted,
     FakeLog,
+    FakeLogDirs,
     FakePartition,
     FakeTopology,
     Samples,
@@ -184,6 +187,15 @@ def test_group_lag_against_the_high_watermark() -> None:
     assert of("kafka_consumergroup_lag", "g", "elsewhere") is None
 
 
+def test_log_dirs_offline_after_a_disk_error() -> None:
+    dirs = FakeLogDirs([Path("/disk1"), Path("/disk2")], [Path("/disk2")])
+    samples = samples_of(LogDirCollector(dirs))
+    assert value(samples, "kafka_log_logmanager_offlinelogdirectorycount") == 1
+    name = "kafka_log_logmanager_logdirectoryoffline"
+    assert value(samples, name, logDirectory="/disk1") == 1
+    assert value(samples, name, logDirectory="/disk2") == 0
+
+
 def test_connections_per_listener_with_zero_for_an_idle_one() -> None:
     connections = [FakeConnection("PLAINTEXT"), FakeConnection("PLAINTEXT"), FakeConnection("SSL")]
     collector = ConnectionCountCollector(["PLAINTEXT", "SSL", "INTERNAL"], connections)
@@ -197,7 +209,14 @@ def test_connections_per_listener_with_zero_for_an_idle_one() -> None:
 def test_each_broker_has_its_own_registry() -> None:
     first, second = BrokerMetrics(lambda: {"t"}), BrokerMetrics(lambda: {"t"})
     state = BrokerState(
-        FakeHosted(), FakeController(), FakeTopology(), [], FakeGroups([]), ["PLAINTEXT"], []
+        FakeHosted(),
+        FakeController(),
+        FakeTopology(),
+        [],
+        FakeGroups([]),
+        ["PLAINTEXT"],
+        [],
+        FakeLogDirs([Path("/d")], [Path("/d")]),
     )
     first_registry, second_registry = broker_registry(first, state), broker_registry(second, state)
     first.topics.produced("t", 3, 300)

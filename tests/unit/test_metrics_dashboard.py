@@ -16,6 +16,7 @@ from tests.helpers.metrics_state import (
     FakeGroups,
     FakeHosted,
     FakeLog,
+    FakeLogDirs,
     FakePartition,
     FakeTopology,
     scrape,
@@ -49,6 +50,7 @@ def exposed_names() -> set[str]:
         groups=FakeGroups([("g", "t", 0, 4)]),
         listeners=["PLAINTEXT"],
         connections=[FakeConnection("PLAINTEXT")],
+        log_dirs=FakeLogDirs([Path("/d")], [Path("/d")]),
     )
     metrics.topics.produced("t", 9, 100)
     metrics.requests.record("Produce", 11, 1.0)

@@ -21,9 +21,15 @@ from kpybroker.topic_admin import Topic
 NO_OPERATIONS = -(2**31)
 
 
-def topic_metadata(topic: Topic, operations: int, live: Collection[int]) -> MetadataResponseTopic:
+def topic_metadata(
+    topic: Topic,
+    operations: int,
+    live: Collection[int],
+    offline: Collection[tuple[int, int]] = (),
+) -> MetadataResponseTopic:
     """One topic's entry, with ``operations`` as its authorized operations; a partition
-    whose leader is not among ``live`` has none."""
+    whose leader is not among ``live`` has none. Offline replicas are those of brokers not
+    ``live`` and the ``offline`` (broker, partition) pairs: replicas in a failed log dir."""
     partitions = []
     for index in sorted(topic.partitions):
         state = topic.partitions[index]
@@ -36,7 +42,9 @@ def topic_metadata(topic: Topic, operations: int, live: Collection[int]) -> Meta
                 leader_epoch=state.leader_epoch,
                 replica_nodes=list(state.replicas),
                 isr_nodes=list(state.isr),
-                offline_replicas=[r for r in state.replicas if r not in live],
+                offline_replicas=[
+                    r for r in state.replicas if r not in live or (r, index) in offline
+                ],
             )
         )
     return MetadataResponseTopic(
@@ -53,6 +61,7 @@ def topic_metadata(topic: Topic, operations: int, live: Collection[int]) -> Meta
 class _Answer:
     meta: TopicMetadata
     live: frozenset[int]
+    offline: frozenset[tuple[int, int]]
     encoded: Encoded
 
 
@@ -69,15 +78,28 @@ class TopicAnswers:
         # topic -> (version, authorized operations) -> answer
         self._answers: dict[str, dict[tuple[int, int], _Answer]] = {}
 
-    def get(self, version: int, topic: Topic, operations: int, live: frozenset[int]) -> Encoded:
+    def get(
+        self,
+        version: int,
+        topic: Topic,
+        operations: int,
+        live: frozenset[int],
+        offline: frozenset[tuple[int, int]] = frozenset(),
+    ) -> Encoded:
         """The entry of ``topic``; ``operations`` is the requester's authorized operations
-        field (NO_OPERATIONS when not asked for): principals that may do the same share it."""
+        field (NO_OPERATIONS when not asked for): principals that may do the same share it.
+        ``offline``: as ``topic_metadata``'s."""
         answers = self._answers.setdefault(topic.name, {})
         key = (version, operations)
         answer = answers.get(key)
-        if answer is None or answer.meta is not topic.meta or answer.live != live:
-            entry = topic_metadata(topic, operations, live)
-            answer = _Answer(topic.meta, live, entry.encode_bytes(version))
+        if (
+            answer is None
+            or answer.meta is not topic.meta
+            or answer.live != live
+            or answer.offline != offline
+        ):
+            entry = topic_metadata(topic, operations, live, offline)
+            answer = _Answer(topic.meta, live, offline, entry.encode_bytes(version))
             answers[key] = answer
         return answer.encoded
 
