@@ -13,9 +13,9 @@ from kpybroker.log.produce_validator import (
     CheckedBatch,
     RecordValidationError,
     broker_batch,
-    in_topic_codec,
     validate_append,
     validate_produced,
+    validate_records,
 )
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import (
@@ -123,7 +123,7 @@ def test_transactional_batches_pass_to_the_handler_which_refuses_them() -> None:
     assert validate_produced(data, LogConfig(), LATEST).header.is_transactional
 
 
-# -- step 5: recompression -------------------------------------------------------------------
+# -- step 5: compressed records, recompression ----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ def test_transactional_batches_pass_to_the_handler_which_refuses_them() -> None:
 )
 def test_recompresses_into_the_topic_codec(topic_codec: str, codec_id: int) -> None:
     source = validate_produced(batch(4), LogConfig(), LATEST)
-    result = in_topic_codec(source, replace(LogConfig(), compression_type=topic_codec))
+    result = validate_records(source, replace(LogConfig(), compression_type=topic_codec))
     header = validate_batch(result.data)  # CRC recomputed
     assert result.header == header and not result.size_checked
     assert header.compression == codec_id
@@ -144,7 +144,7 @@ def test_recompresses_into_the_topic_codec(topic_codec: str, codec_id: int) -> N
 @pytest.mark.parametrize("topic_codec", ["producer", "zstd"])
 def test_leaves_a_batch_alone_when_codecs_agree(topic_codec: str) -> None:
     source = validate_produced(batch(4), LogConfig(), LATEST)
-    assert in_topic_codec(source, replace(LogConfig(), compression_type=topic_codec)) is source
+    assert validate_records(source, replace(LogConfig(), compression_type=topic_codec)) is source
 
 
 def test_malformed_records_fail_the_recompression() -> None:
@@ -152,7 +152,7 @@ def test_malformed_records_fail_the_recompression() -> None:
     data[61] = 0x7F  # the first record's length varint: -64
     checked = CheckedBatch(memoryview(data), parse_header(data), True)
     with pytest.raises(KafkaError) as info:
-        in_topic_codec(checked, replace(LogConfig(), compression_type="gzip"))
+        validate_records(checked, replace(LogConfig(), compression_type="gzip"))
     assert info.value.code == ErrorCode.INVALID_RECORD
 
 
