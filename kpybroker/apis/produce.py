@@ -64,7 +64,7 @@ from kpybroker.log.produce_validator import (
     validate_records,
 )
 from kpybroker.metadata.topic_names import INTERNAL_TOPICS
-from kpybroker.protocol import records
+from kpybroker.protocol import compression, records
 from kpybroker.protocol.compression import DecompressedTooLarge
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import produce
@@ -116,10 +116,13 @@ NOT_COUNTED_AS_FAILED = frozenset(
 )
 
 
-#: Compressed records that decompress to at most this are checked on the event loop (about
-#: a millisecond of work on 256 KiB of small records); larger ones, and bombs, are checked
-#: again in a worker thread with the full bound, so that other clients are served meanwhile.
-ON_LOOP_DECOMPRESSED_BYTES = 256 * 1024
+#: Compressed records that decompress to at most this are checked on the event loop (a few
+#: milliseconds for 1 MiB of small records); larger ones, and bombs, are checked in a worker
+#: thread with the full bound, so that other clients are served meanwhile.
+ON_LOOP_DECOMPRESSED_BYTES = 1024 * 1024
+#: A batch larger than this is sent to the worker thread at once: it would most likely
+#: decompress past ``ON_LOOP_DECOMPRESSED_BYTES``, and trying first would be wasted work.
+ON_LOOP_COMPRESSED_BYTES = ON_LOOP_DECOMPRESSED_BYTES // 4
 
 
 class Appended(NamedTuple):
@@ -131,12 +134,15 @@ class Appended(NamedTuple):
 
 
 async def records_validated(batch: CheckedBatch, config: LogConfig) -> CheckedBatch:
-    """``validate_records`` on the event loop, or in a worker thread for records that
-    decompress to more than ``ON_LOOP_DECOMPRESSED_BYTES``."""
-    try:
-        return validate_records(batch, config, ON_LOOP_DECOMPRESSED_BYTES)
-    except DecompressedTooLarge:
-        return await asyncio.to_thread(validate_records, batch, config)
+    """``validate_records`` on the event loop, or in a worker thread for compressed records
+    that decompress to more than ``ON_LOOP_DECOMPRESSED_BYTES`` (or likely would)."""
+    header = batch.header
+    if header.compression == compression.NONE or header.size <= ON_LOOP_COMPRESSED_BYTES:
+        try:
+            return validate_records(batch, config, ON_LOOP_DECOMPRESSED_BYTES)
+        except DecompressedTooLarge:
+            pass
+    return await asyncio.to_thread(validate_records, batch, config)
 
 
 async def produce_partition(

@@ -10,10 +10,11 @@ batch; here they are INVALID_RECORD). Its consumers would otherwise meet these
 records. :func:`check_framing` does the same walk over the decompressed section.
 
 Why a separate walk from ``records.iter_records``: that one builds a ``Record``
-with copies of every key, value and header, about ten times the work of only
-stepping over the lengths. This runs on every compressed batch produced, so it
-reads the fields as integers and skips the bytes, and keeps the one-byte varint
-(most lengths and deltas) on a path without a call.
+with copies of every key, value and header. This runs on every compressed batch
+produced, so it reads the fields as integers, steps over the bytes, and keeps
+the one- and two-byte varints (most lengths and deltas) inline. It is still
+Python work per record, about a microsecond each: the cost of compressed produce
+is measured in docs/limits.md.
 """
 
 from __future__ import annotations
