@@ -3,6 +3,7 @@ the topic's codec, and the header parsed once and handed down to the log."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
 
 import pytest
@@ -17,6 +18,7 @@ from kpybroker.log.produce_validator import (
     validate_produced,
     validate_records,
 )
+from kpybroker.protocol.compression import DecompressedTooLarge
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import (
     CRC_OFFSET,
@@ -154,6 +156,24 @@ def test_malformed_records_fail_the_recompression() -> None:
     with pytest.raises(KafkaError) as info:
         validate_records(checked, replace(LogConfig(), compression_type="gzip"))
     assert info.value.code == ErrorCode.INVALID_RECORD
+
+
+def test_compressed_records_are_walked_under_compression_type_producer() -> None:
+    """A compressed batch kept as it is still has its records checked: here one record
+    more than the header counts."""
+    data = bytearray(build_batch([*RECORDS, NewRecord(b"k", b"v")], compression=1))
+    struct.pack_into(">i", data, 57, len(RECORDS))  # recordCount
+    struct.pack_into(">i", data, 23, len(RECORDS) - 1)  # lastOffsetDelta
+    checked = CheckedBatch(memoryview(data), parse_header(data), True)
+    assert error_of(validate_records, checked, LogConfig()).code == ErrorCode.INVALID_RECORD
+
+
+def test_a_lower_decompressed_limit_is_the_callers_to_handle() -> None:
+    """The Produce handler tries a batch on the event loop with a lower bound first."""
+    source = validate_produced(batch(4, [NewRecord(b"k", bytes(100_000))]), LogConfig(), LATEST)
+    with pytest.raises(DecompressedTooLarge):
+        validate_records(source, LogConfig(), decompressed_limit=50_000)
+    assert validate_records(source, LogConfig()) is source
 
 
 # -- steps 6-9: in the log -------------------------------------------------------------------
