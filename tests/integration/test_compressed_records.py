@@ -28,7 +28,7 @@ from kpybroker.protocol.records import (
     build_retained_batch,
     parse_header,
 )
-from tests.helpers.brokers import ManagedBroker
+from tests.helpers.brokers import BrokerFactory, ManagedBroker
 from tests.helpers.clients import KafkaPythonClient
 from tests.helpers.fuzz.batches import BOMB_COPIES, assemble, bomb
 from tests.helpers.process import rss_bytes
@@ -170,6 +170,13 @@ def test_max_decompressed_message_bytes_bounds_each_compressed_record(
     assert refused.error_code == ErrorCode.INVALID_RECORD
     accepted = produce(module_broker, "small-records", assemble(big, 0, 1))
     assert (accepted.error_code, accepted.base_offset) == (ErrorCode.NONE, 0)
+
+
+def test_the_broker_setting_is_the_topics_default(broker_factory: BrokerFactory) -> None:
+    broker = broker_factory({"max.decompressed.message.bytes": 1000})
+    KafkaPythonClient().create_topic(broker.bootstrap, "small-by-default", 1)
+    big = gzip_batch(section(records(1, value_size=5000)), 1)
+    assert produce(broker, "small-by-default", big).error_code == ErrorCode.INVALID_RECORD
 
 
 @pytest.mark.parametrize("codec", sorted(CODECS))
