@@ -295,7 +295,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
-        bootstrap = args.bootstrap or stack.enter_context(local_broker())
+        bootstrap = args.bootstrap or stack.enter_context(local_broker()).bootstrap
         suffix = uuid.uuid4().hex[:6]
         group_topic, fetch_topic = f"bench-grp-{suffix}", f"bench-fetch-{suffix}"
         create_topic(bootstrap, group_topic, args.partitions)

@@ -3,10 +3,12 @@
 
     python scripts/bench_throughput.py                         # starts its own kpybroker
     python scripts/bench_throughput.py --bootstrap host:port   # uses a running broker
+    python scripts/bench_throughput.py --compression lz4       # the producer compresses
 
 Prints records/s and MB/s for a produce run (acks=all) and a consume run
-that reads the same records back. This is a benchmark, not a test: it
-asserts only that every record came back.
+that reads the same records back, and, for a broker it starts, the broker's CPU
+time during each. This is a benchmark, not a test: it asserts only that every
+record came back.
 """
 
 from __future__ import annotations
@@ -20,17 +22,24 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
+from benchlib.procstat import cpu_seconds
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 READY = re.compile(r"ready, listening on PLAINTEXT://([^,\s]+)")
 
 
+class LocalBroker(NamedTuple):
+    bootstrap: str
+    pid: int
+
+
 @contextlib.contextmanager
-def local_broker() -> Iterator[str]:
+def local_broker() -> Iterator[LocalBroker]:
     """Start kpybroker on a free port with a throw-away data directory."""
     with tempfile.TemporaryDirectory(prefix="kpybroker-bench-") as data:
         log_path = Path(data) / "broker.log"
@@ -48,7 +57,7 @@ def local_broker() -> Iterator[str]:
                 stderr=log_file,
             )
         try:
-            yield wait_ready(proc, log_path)
+            yield LocalBroker(wait_ready(proc, log_path), proc.pid)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
@@ -68,7 +77,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
 
 
-def produce(bootstrap: str, topic: str, count: int, size: int, linger_ms: int) -> float:
+def produce(bootstrap: str, topic: str, count: int, size: int, linger_ms: int, codec: str) -> float:
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -76,9 +85,12 @@ def produce(bootstrap: str, topic: str, count: int, size: int, linger_ms: int) -
             "linger.ms": linger_ms,
             "batch.size": 1_000_000,
             "queue.buffering.max.messages": 2_000_000,
+            "compression.type": codec,
         }
     )
-    value = os.urandom(size)
+    # Compressed, values are half random and half zeros (about 2:1, as text-like payloads):
+    # librdkafka sends a batch that compression does not shrink uncompressed.
+    value = os.urandom(size) if codec == "none" else os.urandom(size - size // 2) + bytes(size // 2)
     failures = []
 
     def delivered(err, _msg) -> None:
@@ -127,12 +139,20 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int) -> float:
     return elapsed
 
 
-def report(label: str, count: int, size: int, seconds: float) -> None:
+def report(label: str, count: int, size: int, seconds: float, cpu: float | None) -> None:
     rate = count / seconds
+    broker = "" if cpu is None else f"  broker CPU {cpu:.2f} s ({cpu / count * 1e6:.2f} us/record)"
     print(
         f"{label:<8} {count:>10,} records  {rate:>12,.0f} records/s  "
-        f"{rate * size / 1e6:>8.1f} MB/s  ({seconds:.2f} s)"
+        f"{rate * size / 1e6:>8.1f} MB/s  ({seconds:.2f} s){broker}"
     )
+
+
+def measured(pid: int | None, run: Callable[[], float]) -> tuple[float, float | None]:
+    """``run``'s seconds, and the CPU seconds broker ``pid`` (if known) spent meanwhile."""
+    before = None if pid is None else cpu_seconds(pid)
+    seconds = run()
+    return seconds, None if pid is None else cpu_seconds(pid) - before
 
 
 def main() -> int:
@@ -142,26 +162,40 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100, help="value size in bytes")
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--linger-ms", type=int, default=5)
+    parser.add_argument(
+        "--compression",
+        default="none",
+        choices=["none", "gzip", "snappy", "lz4", "zstd"],
+        help="the producer's compression.type",
+    )
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
-        bootstrap = args.bootstrap or stack.enter_context(local_broker())
+        pid = None
+        bootstrap = args.bootstrap
+        if bootstrap is None:
+            bootstrap, pid = stack.enter_context(local_broker())
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         create_topic(bootstrap, topic, args.partitions)
         print(
             f"broker {bootstrap}, topic {topic}, {args.partitions} partitions, "
-            f"{args.size}-byte values"
+            f"{args.size}-byte values, compression {args.compression}"
         )
         report(
             "produce",
             args.records,
             args.size,
-            produce(bootstrap, topic, args.records, args.size, args.linger_ms),
+            *measured(
+                pid,
+                lambda: produce(
+                    bootstrap, topic, args.records, args.size, args.linger_ms, args.compression
+                ),
+            ),
         )
         report(
             "consume",
             args.records,
             args.size,
-            consume(bootstrap, topic, args.partitions, args.records),
+            *measured(pid, lambda: consume(bootstrap, topic, args.partitions, args.records)),
         )
     return 0
 

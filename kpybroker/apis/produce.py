@@ -23,10 +23,12 @@ or from v12 added by, the transaction's coordinator (KIP-890,
 ``apis.support.txn_verification``); the partition's producer state then
 checks the transaction itself. Every check
 of a partition's batch is ``kpybroker.log.produce_validator``'s, whose docstring
-gives their order: count, size, CRC, magic and zstd, then recompression into
-the topic's compression.type, both called here before the append, then the
-rest inside the log's append. No record is decoded unless the batch is
-recompressed or its topic compacted.
+gives their order: count, size, CRC, magic and zstd, then the records of a
+compressed batch and recompression into the topic's compression.type, both
+called here before the append, then the rest inside the log's append. The
+records of a compressed batch are checked on the event loop when they
+decompress to at most ``ON_LOOP_DECOMPRESSED_BYTES``, in a worker thread
+otherwise (Kafka validates on its request threads, never on its network ones).
 
 Each partition is counted in Kafka's BrokerTopicMetrics (``metrics.topic_stats``): its
 batch's records and bytes as they arrived, or its failure.
@@ -54,13 +56,16 @@ from kpybroker.apis.support.txn_verification import (
     verify_first_writes,
 )
 from kpybroker.cluster.partition import Partition
+from kpybroker.log.log_config import LogConfig
 from kpybroker.log.produce_validator import (
+    CheckedBatch,
     RecordValidationError,
-    in_topic_codec,
     validate_produced,
+    validate_records,
 )
 from kpybroker.metadata.topic_names import INTERNAL_TOPICS
-from kpybroker.protocol import records
+from kpybroker.protocol import compression, records
+from kpybroker.protocol.compression import DecompressedTooLarge
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import produce
 from kpybroker.protocol.messages.produce import (
@@ -111,6 +116,15 @@ NOT_COUNTED_AS_FAILED = frozenset(
 )
 
 
+#: Compressed records that decompress to at most this are checked on the event loop (a few
+#: milliseconds for 1 MiB of small records); larger ones, and bombs, are checked in a worker
+#: thread with the full bound, so that other clients are served meanwhile.
+ON_LOOP_DECOMPRESSED_BYTES = 1024 * 1024
+#: A batch larger than this is sent to the worker thread at once: it would most likely
+#: decompress past ``ON_LOOP_DECOMPRESSED_BYTES``, and trying first would be wasted work.
+ON_LOOP_COMPRESSED_BYTES = ON_LOOP_DECOMPRESSED_BYTES // 4
+
+
 class Appended(NamedTuple):
     """A batch in the log, whose acks=all answer waits for the high watermark to pass it."""
 
@@ -119,7 +133,19 @@ class Appended(NamedTuple):
     end_offset: int
 
 
-def produce_partition(
+async def records_validated(batch: CheckedBatch, config: LogConfig) -> CheckedBatch:
+    """``validate_records`` on the event loop, or in a worker thread for compressed records
+    that decompress to more than ``ON_LOOP_DECOMPRESSED_BYTES`` (or likely would)."""
+    header = batch.header
+    if header.compression == compression.NONE or header.size <= ON_LOOP_COMPRESSED_BYTES:
+        try:
+            return validate_records(batch, config, ON_LOOP_DECOMPRESSED_BYTES)
+        except DecompressedTooLarge:
+            pass
+    return await asyncio.to_thread(validate_records, batch, config)
+
+
+async def produce_partition(
     ctx: RequestContext,
     topic: str,
     index: int,
@@ -144,7 +170,10 @@ def produce_partition(
         partition = services.replicas.leader_partition(topic, index)
         config = partition.log.config
         batch = validate_produced(data, config, ctx.api_version)
-        result = partition.append_as_leader(in_topic_codec(batch, config), acks, verified)
+        checked = await records_validated(batch, config)
+        # Leadership may have moved while a worker thread checked the records.
+        partition = services.replicas.leader_partition(topic, index)
+        result = partition.append_as_leader(checked, acks, verified)
     except KafkaError as exc:
         services.topic_stats.produce_errored(topic, failed=exc.code not in NOT_COUNTED_AS_FAILED)
         response.error_code = exc.code
@@ -305,7 +334,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             elif name not in writable:
                 error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
-                part, batch = produce_partition(
+                part, batch = await produce_partition(
                     ctx, name, pd.index, pd.records, acks, verified.get((name, pd.index))
                 )
                 if batch is not None and acks == -1:

@@ -319,10 +319,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Largest record batch the broker accepts, after compression. Default for the "
                   "topic config max.message.bytes."),
     ConfigKey("max.decompressed.message.bytes", INT, 2_147_483_639, MEDIUM,
-              valid=Range(1, 2_147_483_639), mode=CLUSTER_WIDE,
-              doc="Largest size of a single record once decompressed; Kafka refuses larger "
-                  "records where it decompresses them. The default sets no limit. Default for "
-                  "the topic config of the same name; kpybroker does not check it."),
+              valid=Range(1, 2_147_483_639), mode=CLUSTER_WIDE, enforced=True,
+              doc="Largest size of a single record once decompressed; a compressed batch "
+                  "holding a larger record is refused (INVALID_RECORD). The default sets no "
+                  "limit. Default for the topic config of the same name."),
     ConfigKey("compression.type", STRING, "producer", HIGH,
               valid=OneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
               mode=CLUSTER_WIDE, enforced=True,

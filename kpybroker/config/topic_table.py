@@ -129,11 +129,12 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = index_keys([
               enforced=True, synonyms=("message.max.bytes",),
               doc="Largest record batch accepted for this topic, after compression."),
     ConfigKey("max.decompressed.message.bytes", INT, 2_147_483_639, MEDIUM,
-              valid=Range(1, 2_147_483_639), mode=PER_TOPIC,
+              valid=Range(1, 2_147_483_639), mode=PER_TOPIC, enforced=True,
               synonyms=("max.decompressed.message.bytes",),
-              doc="Largest size of a single record once decompressed; Kafka refuses larger "
-                  "records where it decompresses them (produce validation, compaction, offset "
-                  "lookups by time). The default sets no limit."),
+              doc="Largest size of a single record once decompressed; a compressed batch "
+                  "holding a larger record is refused (INVALID_RECORD). Kafka also applies it "
+                  "where compaction and offset lookups by time decompress; kpybroker checks it "
+                  "on produce only. The default sets no limit."),
     ConfigKey("errors.deadletterqueue.group.enable", BOOLEAN, False, MEDIUM, mode=PER_TOPIC,
               doc="Let share groups use this topic as their dead-letter queue (KIP-1191). "
                   "kpybroker has no share groups."),

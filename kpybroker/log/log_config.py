@@ -52,6 +52,7 @@ class LogConfig:
     segment_index_bytes: int = _config("segment.index.bytes", 10 * 1024 * 1024)
     index_interval_bytes: int = _config("index.interval.bytes", 4096)
     max_message_bytes: int = _config("max.message.bytes", 1024 * 1024 + 12)
+    max_decompressed_message_bytes: int = _config("max.decompressed.message.bytes", INT_MAX - 8)
     message_timestamp_type: str = _config("message.timestamp.type", CREATE_TIME)
     message_timestamp_before_max_ms: int = _config("message.timestamp.before.max.ms", LONG_MAX)
     message_timestamp_after_max_ms: int = _config("message.timestamp.after.max.ms", 3_600_000)

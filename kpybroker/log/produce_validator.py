@@ -26,12 +26,17 @@ Called by the Produce handler, before anything is appended:
 4. Compression: zstd needs Produce v7 (UNSUPPORTED_COMPRESSION_TYPE).
 
    The handler then refuses transactional batches (a request-level concern) and
-   hands the batch to :func:`in_topic_codec`:
+   hands the batch to :func:`validate_records`:
 
-5. Recompression into the topic's compression.type, when its codec is another
-   (``LogValidator.validateMessagesAndAssignOffsetsCompressed``): the only step
-   that decodes every record; malformed records fail it (CORRUPT_MESSAGE,
-   INVALID_RECORD).
+5. The records of a compressed batch, on every topic
+   (``LogValidator.validateMessagesAndAssignOffsetsCompressed``): decompressed,
+   to at most ``compression.decompression_limit`` bytes, and walked
+   (``record_framing.check_framing``); a batch over the bound, a record count
+   other than the header's, offset deltas other than 0, 1, 2..., a record larger
+   than max.decompressed.message.bytes or records whose lengths do not add up are
+   INVALID_RECORD, data the codec cannot decode CORRUPT_MESSAGE. Then
+   recompression into the topic's compression.type, when its codec is another;
+   it decodes every record.
 
    ``Partition.append_as_leader`` then checks min.insync.replicas for acks=all
    (NOT_ENOUGH_REPLICAS), and ``PartitionLog.append``, for every append as leader
@@ -52,6 +57,11 @@ Called by the Produce handler, before anything is appended:
    INVALID_TIMESTAMP with a record error (``LogValidator.validateTimestamp``).
    Only the header's first and largest timestamps are read, never each record's.
 
+An uncompressed batch's records are not walked: only its header is read, which keeps
+the uncompressed produce path free of per-record work. Kafka walks them too, so an
+uncompressed batch whose record count or lengths disagree is INVALID_RECORD there and
+stored here.
+
 This is Kafka's order, except where kpybroker's answers already differed and are
 kept: Kafka checks the magic and zstd (3, 4) together with the batch count (1),
 and baseOffset 0 (3) before the size (2); it checks min.insync.replicas before
@@ -70,6 +80,7 @@ from typing import NamedTuple
 from kpybroker.log.log_config import LogConfig
 from kpybroker.protocol import compression
 from kpybroker.protocol.errors import ErrorCode, KafkaError
+from kpybroker.protocol.record_framing import check_framing
 from kpybroker.protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
@@ -77,8 +88,8 @@ from kpybroker.protocol.records import (
     NewRecord,
     batch_size,
     build_batch,
+    decode_records,
     iter_record_keys,
-    iter_records,
     parse_header,
     validate_batch,
 )
@@ -164,19 +175,33 @@ def validate_produced(
     return CheckedBatch(data, header, True)
 
 
-def in_topic_codec(batch: CheckedBatch, config: LogConfig) -> CheckedBatch:
-    """Step 5: ``batch``, recompressed into the topic's codec when it is in another one.
+def validate_records(
+    batch: CheckedBatch, config: LogConfig, decompressed_limit: int | None = None
+) -> CheckedBatch:
+    """Step 5: check the records of a compressed batch; ``batch``, recompressed into the
+    topic's codec when it is in another one.
+
+    ``decompressed_limit`` lowers the bound on the decompressed records
+    (``compression.DecompressedTooLarge`` past it), so that a caller can try a batch
+    where a large one would be in the way (the event loop) and give it more elsewhere.
 
     The new batch keeps every record's key, value, headers and timestamp and the
     batch's producer id, epoch, sequence, leader epoch and transactional flag, as
     Kafka's rewrite does. A batch already in the topic's codec (or any batch,
-    under ``producer``) is returned as it is, undecoded.
+    under ``producer``) is returned as it is.
     """
-    codec = TOPIC_CODECS.get(config.compression_type)
     header = batch.header
+    payload = memoryview(batch.data)[BATCH_HEADER_SIZE : header.size]
+    section: Buffer = payload
+    if header.compression != compression.NONE:
+        section = compression.decompress(header.compression, payload, decompressed_limit)
+        check_framing(section, header.record_count, config.max_decompressed_message_bytes)
+    codec = TOPIC_CODECS.get(config.compression_type)
     if codec is None or codec == header.compression:
         return batch
-    records = [NewRecord(r.key, r.value, r.headers, r.timestamp) for r in iter_records(batch.data)]
+    records = [
+        NewRecord(r.key, r.value, r.headers, r.timestamp) for r in decode_records(section, header)
+    ]
     rebuilt = bytearray(
         build_batch(
             records,

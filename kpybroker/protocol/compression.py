@@ -1,8 +1,9 @@
 """Record-batch compression codecs, numbered as in batch attributes bits 0-2.
 
-Only the records section of a v2 batch is compressed, as one blob; the broker's
-produce path never calls this module (it stores batches as received). It is used
-where records must be read or rewritten: compaction, tools and tests.
+Only the records section of a v2 batch is compressed, as one blob. The produce path
+decompresses every compressed batch to check its records (and stores it as
+received unless the topic's compression.type differs); compaction, tools and
+tests read and rewrite records with it too.
 
 Formats, chosen so that Java, librdkafka and kafka-python clients read what we
 write and we read what they write:
@@ -26,7 +27,10 @@ Decompressed output is bounded (:func:`decompression_limit`): a batch of a
 megabyte can hold a gigabyte of zeros (a decompression bomb), and the records
 section is decompressed whole, so without a bound one produce request could take
 all of the broker's memory. Java's broker streams the records instead and never
-holds the whole section; a batch over the bound is refused as CORRUPT_MESSAGE.
+holds the whole section; it refuses a bomb of zeros as INVALID_RECORD when the
+first record does not parse, and a batch over the bound here is INVALID_RECORD
+too (:class:`DecompressedTooLarge`). A caller may ask for a lower bound, to try
+a batch cheaply before giving it more.
 """
 
 import struct
@@ -63,9 +67,13 @@ _INT32 = struct.Struct(">i")
 #: The decompressed bound is at least this, and at least ``MAX_RATIO`` times the input.
 MIN_DECOMPRESSED_LIMIT = 64 * 1024 * 1024
 MAX_RATIO = 64
-#: First output buffer, as a multiple of the input (then, if that is too small, the bound).
+#: First output buffer, as a multiple of the input; while too small, it grows by
+#: ``_GROWTH`` up to the bound. Growing, not jumping to the bound, matters: a batch of
+#: repeated values compresses far better than 8:1, and zero-filling the whole bound
+#: (64 MiB) for each such batch cost more than all the rest of its produce.
 _FIRST_GUESS_RATIO = 8
 _FIRST_GUESS_MIN = 64 * 1024
+_GROWTH = 8
 #: cramjam's error when the output buffer given to ``decompress_into`` is full.
 _OUTPUT_FULL = "failed to write whole buffer"
 
@@ -77,6 +85,18 @@ class CompressionError(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__(ErrorCode.CORRUPT_MESSAGE, message)
+
+
+class DecompressedTooLarge(KafkaError):
+    """Compressed records that inflate past the bound asked for; INVALID_RECORD, as Kafka
+    answers a bomb of zeros (its record reader fails on the first record)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            ErrorCode.INVALID_RECORD,
+            f"the records decompress to more than {limit} bytes (a decompression bomb?)",
+        )
+        self.limit = limit
 
 
 class UnsupportedCodecError(KafkaError):
@@ -100,11 +120,12 @@ def decompression_limit(compressed_size: int) -> int:
     return max(MIN_DECOMPRESSED_LIMIT, MAX_RATIO * compressed_size)
 
 
-def _bounded(decompress_into: Callable[[Buffer, bytearray], int], data: Buffer) -> bytes:
-    """Decompress into a buffer of a first guess, then of :func:`decompression_limit`; the
-    codec stops writing when a buffer is full, so a bomb costs at most the limit, never its
-    own size."""
-    limit = decompression_limit(len(data))
+def _bounded(
+    decompress_into: Callable[[Buffer, bytearray], int], data: Buffer, limit: int
+) -> bytes:
+    """Decompress into a buffer of a first guess, then of ever larger ones up to ``limit``;
+    the codec stops writing when a buffer is full, so a bomb costs at most the limit (and
+    the smaller tries before it, a seventh of that), never its own size."""
     size = min(limit, max(_FIRST_GUESS_MIN, _FIRST_GUESS_RATIO * len(data)))
     while True:
         out = bytearray(size)
@@ -114,17 +135,15 @@ def _bounded(decompress_into: Callable[[Buffer, bytearray], int], data: Buffer) 
             if _OUTPUT_FULL not in str(exc):
                 raise
             if size >= limit:
-                raise CompressionError(
-                    f"decompresses to more than {limit} bytes (a decompression bomb?)"
-                ) from None
-            size = limit
+                raise DecompressedTooLarge(limit) from None
+            size = min(limit, size * _GROWTH)
             continue
         with memoryview(out) as view:
             return bytes(view[:written])
 
 
-def _gzip_decompress(data: Buffer) -> bytes:
-    return _bounded(cramjam.gzip.decompress_into, data)
+def _gzip_decompress(data: Buffer, limit: int) -> bytes:
+    return _bounded(cramjam.gzip.decompress_into, data, limit)
 
 
 def _snappy_compress(data: Buffer) -> bytes:
@@ -137,16 +156,16 @@ def _snappy_compress(data: Buffer) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_decompress(data: Buffer) -> bytes:
+def _snappy_decompress(data: Buffer, limit: int) -> bytes:
     view = memoryview(data)
     end = len(view)
     # Like Java's and kafka-python's readers, detect the framing by its magic alone:
     # the version fields are ignored because some producers write them little-endian.
-    limit = decompression_limit(end)
     if end < _XERIAL_HEADER_SIZE or view[: len(_XERIAL_MAGIC)] != _XERIAL_MAGIC:
-        _check_snappy_length(view, limit)
+        _check_snappy_length(view, limit, limit)
         return bytes(cramjam.snappy.decompress_raw(view))
     parts: list[cramjam.Buffer] = []
+    remaining = limit
     pos = _XERIAL_HEADER_SIZE
     while pos < end:
         if end - pos < 4:
@@ -156,18 +175,18 @@ def _snappy_decompress(data: Buffer) -> bytes:
         if length < 0 or length > end - pos:
             raise CompressionError(f"snappy: xerial block length {length} exceeds the data")
         block = view[pos : pos + length]
-        limit -= _check_snappy_length(block, limit)
+        remaining -= _check_snappy_length(block, remaining, limit)
         parts.append(cramjam.snappy.decompress_raw(block))
         pos += length
     return b"".join(parts)
 
 
-def _check_snappy_length(block: Buffer, limit: int) -> int:
+def _check_snappy_length(block: Buffer, remaining: int, limit: int) -> int:
     """The length a raw snappy block declares, checked against what is left of the bound
-    before anything is allocated."""
+    ``limit`` before anything is allocated."""
     length = cramjam.snappy.decompress_raw_len(block)
-    if length > limit:
-        raise CompressionError(f"snappy: decompresses to more than the limit of {limit} bytes")
+    if length > remaining:
+        raise DecompressedTooLarge(limit)
     return length
 
 
@@ -178,16 +197,16 @@ def _lz4_compress(data: Buffer) -> bytes:
     return bytes(compressor.finish())
 
 
-def _lz4_decompress(data: Buffer) -> bytes:
-    return _bounded(cramjam.lz4.decompress_into, data)
+def _lz4_decompress(data: Buffer, limit: int) -> bytes:
+    return _bounded(cramjam.lz4.decompress_into, data, limit)
 
 
 def _zstd_compress(data: Buffer) -> bytes:
     return bytes(cramjam.zstd.compress(data, level=ZSTD_LEVEL))
 
 
-def _zstd_decompress(data: Buffer) -> bytes:
-    return _bounded(cramjam.zstd.decompress_into, data)
+def _zstd_decompress(data: Buffer, limit: int) -> bytes:
+    return _bounded(cramjam.zstd.decompress_into, data, limit)
 
 
 _COMPRESSORS: dict[int, Callable[[Buffer], bytes]] = {
@@ -198,8 +217,13 @@ _COMPRESSORS: dict[int, Callable[[Buffer], bytes]] = {
     ZSTD: _zstd_compress,
 }
 
-_DECOMPRESSORS: dict[int, Callable[[Buffer], bytes]] = {
-    NONE: bytes,
+
+def _copy(data: Buffer, _limit: int) -> bytes:
+    return bytes(data)
+
+
+_DECOMPRESSORS: dict[int, Callable[[Buffer, int], bytes]] = {
+    NONE: _copy,
     GZIP: _gzip_decompress,
     SNAPPY: _snappy_decompress,
     LZ4: _lz4_decompress,
@@ -216,17 +240,19 @@ def compress(codec: int, data: Buffer) -> bytes:
     return compressor(data)
 
 
-def decompress(codec: int, data: Buffer) -> bytes:
-    """Decompress ``data`` written with ``codec``.
+def decompress(codec: int, data: Buffer, limit: int | None = None) -> bytes:
+    """Decompress ``data`` written with ``codec``, to at most ``limit`` bytes (default:
+    :func:`decompression_limit`).
 
-    Raises :class:`CompressionError` for data the codec cannot decode and
-    :class:`UnsupportedCodecError` for an unknown codec id.
+    Raises :class:`CompressionError` for data the codec cannot decode,
+    :class:`DecompressedTooLarge` past the limit and :class:`UnsupportedCodecError` for an
+    unknown codec id.
     """
     try:
         decompressor = _DECOMPRESSORS[codec]
     except KeyError:
         raise UnsupportedCodecError(codec) from None
     try:
-        return decompressor(data)
+        return decompressor(data, decompression_limit(len(data)) if limit is None else limit)
     except cramjam.DecompressionError as exc:
         raise CompressionError(f"{CODEC_NAMES[codec]}: {exc}") from exc

@@ -16,8 +16,8 @@ be stamped by the broker without recomputing it.
 The produce path calls :func:`validate_batch` and :func:`stamp_batch` on every
 batch, so both do only fixed, per-batch work: precompiled structs reading and
 writing in place, and one hardware CRC-32C over a zero-copy memoryview. Records
-are only decoded by :func:`iter_records` (compaction, tools, tests), never on
-append.
+are decoded by :func:`iter_records` (compaction, tools, tests) and on produce
+only for recompression; ``record_framing`` walks those of a compressed batch.
 
 Errors follow Kafka: :class:`CorruptRecordError` (CORRUPT_MESSAGE) for bytes that
 do not form an intact batch (truncated, bad length, bad CRC, unknown magic,
@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, TypeAlias
 
-from .compression import CompressionError, decompress
+from .compression import CompressionError, DecompressedTooLarge, decompress
 from .compression import compress as compress_records
 from .crc import crc32c
 from .errors import ErrorCode, KafkaError
@@ -383,7 +383,9 @@ def _read_bytes(data: Buffer, pos: int, end: int) -> tuple[bytes | None, int]:
     return bytes(data[pos : pos + length]), pos + length
 
 
-def _decode_records(data: Buffer, header: BatchHeader) -> Iterator[Record]:
+def decode_records(data: Buffer, header: BatchHeader) -> Iterator[Record]:
+    """Decode the records of ``header``'s batch from ``data``, its records section, already
+    decompressed; raises as :func:`iter_records` does."""
     end = len(data)
     pos = 0
     base_offset = header.base_offset
@@ -432,7 +434,7 @@ def iter_records(batch_bytes: Buffer) -> Iterator[Record]:
     match the records present, as Kafka's DefaultRecordBatch iterator does.
     """
     header, data = _records_section(batch_bytes)
-    yield from _decode_records(data, header)
+    yield from decode_records(data, header)
 
 
 class RecordKey(NamedTuple):
@@ -489,6 +491,8 @@ def _records_section(batch_bytes: Buffer) -> tuple[BatchHeader, Buffer]:
         return header, decompress(codec, payload)
     except CompressionError as exc:
         raise CorruptRecordError(str(exc)) from exc
+    except DecompressedTooLarge as exc:
+        raise InvalidRecordError(str(exc)) from exc
     finally:
         payload.release()
 

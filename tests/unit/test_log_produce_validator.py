@@ -3,6 +3,7 @@ the topic's codec, and the header parsed once and handed down to the log."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
 
 import pytest
@@ -13,10 +14,11 @@ from kpybroker.log.produce_validator import (
     CheckedBatch,
     RecordValidationError,
     broker_batch,
-    in_topic_codec,
     validate_append,
     validate_produced,
+    validate_records,
 )
+from kpybroker.protocol.compression import DecompressedTooLarge
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import (
     CRC_OFFSET,
@@ -123,7 +125,7 @@ def test_transactional_batches_pass_to_the_handler_which_refuses_them() -> None:
     assert validate_produced(data, LogConfig(), LATEST).header.is_transactional
 
 
-# -- step 5: recompression -------------------------------------------------------------------
+# -- step 5: compressed records, recompression ----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -131,7 +133,7 @@ def test_transactional_batches_pass_to_the_handler_which_refuses_them() -> None:
 )
 def test_recompresses_into_the_topic_codec(topic_codec: str, codec_id: int) -> None:
     source = validate_produced(batch(4), LogConfig(), LATEST)
-    result = in_topic_codec(source, replace(LogConfig(), compression_type=topic_codec))
+    result = validate_records(source, replace(LogConfig(), compression_type=topic_codec))
     header = validate_batch(result.data)  # CRC recomputed
     assert result.header == header and not result.size_checked
     assert header.compression == codec_id
@@ -144,7 +146,7 @@ def test_recompresses_into_the_topic_codec(topic_codec: str, codec_id: int) -> N
 @pytest.mark.parametrize("topic_codec", ["producer", "zstd"])
 def test_leaves_a_batch_alone_when_codecs_agree(topic_codec: str) -> None:
     source = validate_produced(batch(4), LogConfig(), LATEST)
-    assert in_topic_codec(source, replace(LogConfig(), compression_type=topic_codec)) is source
+    assert validate_records(source, replace(LogConfig(), compression_type=topic_codec)) is source
 
 
 def test_malformed_records_fail_the_recompression() -> None:
@@ -152,8 +154,26 @@ def test_malformed_records_fail_the_recompression() -> None:
     data[61] = 0x7F  # the first record's length varint: -64
     checked = CheckedBatch(memoryview(data), parse_header(data), True)
     with pytest.raises(KafkaError) as info:
-        in_topic_codec(checked, replace(LogConfig(), compression_type="gzip"))
+        validate_records(checked, replace(LogConfig(), compression_type="gzip"))
     assert info.value.code == ErrorCode.INVALID_RECORD
+
+
+def test_compressed_records_are_walked_under_compression_type_producer() -> None:
+    """A compressed batch kept as it is still has its records checked: here one record
+    more than the header counts."""
+    data = bytearray(build_batch([*RECORDS, NewRecord(b"k", b"v")], compression=1))
+    struct.pack_into(">i", data, 57, len(RECORDS))  # recordCount
+    struct.pack_into(">i", data, 23, len(RECORDS) - 1)  # lastOffsetDelta
+    checked = CheckedBatch(memoryview(data), parse_header(data), True)
+    assert error_of(validate_records, checked, LogConfig()).code == ErrorCode.INVALID_RECORD
+
+
+def test_a_lower_decompressed_limit_is_the_callers_to_handle() -> None:
+    """The Produce handler tries a batch on the event loop with a lower bound first."""
+    source = validate_produced(batch(4, [NewRecord(b"k", bytes(100_000))]), LogConfig(), LATEST)
+    with pytest.raises(DecompressedTooLarge):
+        validate_records(source, LogConfig(), decompressed_limit=50_000)
+    assert validate_records(source, LogConfig()) is source
 
 
 # -- steps 6-9: in the log -------------------------------------------------------------------

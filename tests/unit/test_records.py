@@ -444,7 +444,7 @@ def test_malformed_record_is_invalid() -> None:
 def test_undecodable_compressed_records_are_corrupt() -> None:
     for codec in (1, 2, 3, 4):
         batch = bytearray(build_batch(_sample_records(5), compression=codec))
-        batch[61:] = b"\xfe\xff\xff\x7f" + b"garbage" * 10
+        batch[61:] = b"\x7f\xff\xff\x7f" + b"garbage" * 10  # snappy: claims 127 bytes
         struct.pack_into(">i", batch, 8, len(batch) - BATCH_OVERHEAD)
         struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
         validate_batch(batch)  # the produce path does not decompress

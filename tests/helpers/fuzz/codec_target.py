@@ -17,6 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from kpybroker.log.log_config import LogConfig
+from kpybroker.log.produce_validator import CheckedBatch, validate_records
 from kpybroker.protocol.errors import KafkaError
 from kpybroker.protocol.framing import parse_request_header, peek_api
 from kpybroker.protocol.messages import SCHEMAS
@@ -68,9 +70,11 @@ def decode(frame: bytes) -> Any:
 
 
 def check_records(records: Any) -> None:
-    """The broker's checks of a produced batch, then its records decoded."""
+    """The broker's checks of a produced batch (its records walked, as on produce), then
+    its records decoded."""
     try:
-        validate_batch(records)
+        header = validate_batch(records)
+        validate_records(CheckedBatch(records, header, True), LogConfig())
         list(iter_records(records))
         list(iter_record_keys(records))
     except KafkaError:
