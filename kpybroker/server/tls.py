@@ -5,7 +5,8 @@ same constructor in both) wrapped around the application's, and say nothing
 when a handshake fails. The listener therefore makes that protocol itself,
 with a waiter that hears how the handshake ended: a failure is logged once,
 with the client's address (Kafka: "Failed authentication with ... (SSL
-handshake failed)"); after a success the connection sees only clear text.
+handshake failed)"), unless the peer just closed or reset the connection, which
+Kafka counts as a disconnection; after a success the connection sees only clear text.
 Doing it from the first byte (rather than upgrading a plain connection with
 ``start_tls``) matters: uvloop starts reading a new connection right after
 ``connection_made``, so a plain protocol would read the ClientHello itself.
@@ -132,7 +133,13 @@ def tls_server_protocol(connection: Any, context: ssl.SSLContext) -> asyncio.Bas
         if done.cancelled() or done.exception() is None:
             return
         peer = getattr(protocol, "peer", "?")
-        log.info("Failed authentication with %s (SSL handshake failed: %s)", peer, done.exception())
+        exc = done.exception()
+        if isinstance(exc, ConnectionError):
+            # Closed or reset by the peer mid-handshake (a client or broker that went away):
+            # Kafka's EOFException, a disconnection logged at DEBUG, not a failed login.
+            log.debug("Connection with %s disconnected during the TLS handshake (%r)", peer, exc)
+            return
+        log.info("Failed authentication with %s (SSL handshake failed: %s)", peer, exc)
 
     waiter.add_done_callback(handshake_done)
     return protocol

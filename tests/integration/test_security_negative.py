@@ -7,7 +7,9 @@ and a well-behaved client on another connection is served as before.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
 import ssl
 import struct
 import time
@@ -186,6 +188,37 @@ def test_a_plaintext_client_on_a_tls_listener_is_logged_and_closed(
     connection.send_request(MetadataRequest(topics=None), 12)
     assert not_answered(connection)
     failed_once(secured, port)
+
+
+def test_a_client_gone_during_the_tls_handshake_is_a_disconnection_not_a_failed_login(
+    secured: ManagedBroker, credentials: Credentials
+) -> None:
+    """Closed before, or reset in the middle of, its handshake (a killed broker's connection
+    to another, say): Kafka's EOFException, logged at DEBUG only."""
+    host, port = secured.bootstrap_for("SSL").split(":")
+    hello = client_hello()
+    ports = []
+    for sent in (b"", hello[: len(hello) // 2], hello):
+        sock = socket.create_connection((host, int(port)))
+        ports.append(sock.getsockname()[1])
+        sock.sendall(sent)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
+        sock.close()
+    still_served(secured, credentials)
+    for client_port in ports:
+        assert logged_failures(secured, client_port) == []
+
+
+def client_hello() -> bytes:
+    """The first flight of a TLS client's handshake, as bytes."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    outgoing = ssl.MemoryBIO()
+    client = context.wrap_bio(ssl.MemoryBIO(), outgoing)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        client.do_handshake()
+    return outgoing.read()
 
 
 def test_a_tls_client_without_a_certificate_is_refused_where_one_is_required(
