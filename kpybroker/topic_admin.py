@@ -33,6 +33,18 @@ _ZERO_UUID = uuid.UUID(int=0)
 #: timeout (Kafka's CreateTopics default timeout_ms).
 DEFAULT_TIMEOUT_MS = 30_000
 
+#: Kafka 4's controller refuses, before anything else, a CreateTopics asking for more
+#: partitions than this in all (``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH``)...
+MAX_PARTITIONS_PER_REQUEST = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+#: (and a CreatePartitions adding more than that to its existing topics)
+TOO_MANY_ADDED = "Excessively large number of additional partitions per request."
+#: ...and any change whose metadata records would outgrow one bounded batch
+#: (``QuorumController.MAX_RECORDS_PER_USER_OP``): a record per new topic, per new
+#: partition and per config set. Both answer POLICY_VIOLATION to every topic asked for.
+MAX_RECORDS_PER_REQUEST = 10_000
+TOO_LARGE_BATCH = "Unable to perform excessively large batch operation."
+
 
 @dataclass(frozen=True, slots=True)
 class Topic:
@@ -119,6 +131,15 @@ class TopicManager:
         if name in self.cluster.topics():
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         validate_no_collision(name, self.cluster.topics())
+
+    def partitions_asked(self, num_partitions: int, assignments: int) -> int:
+        """The partitions a CreateTopics topic asks for, as Kafka counts them against
+        ``MAX_PARTITIONS_PER_REQUEST``: its assignments, else its count (-1: the default)."""
+        if assignments:
+            return assignments
+        if num_partitions == -1:
+            return self.config().get("num.partitions")
+        return max(num_partitions, 0)
 
     def plan_assignment(
         self, num_partitions: int, replication_factor: int, assignments: dict[int, list[int]]

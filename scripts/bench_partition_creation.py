@@ -10,8 +10,10 @@ Starts one broker (kpybroker, or Apache Kafka 4.4 in KRaft mode from
 request_probe.py``): one client sending Metadata requests and one producing
 (acks=1) to a topic of its own, one request at a time each. Then an admin client
 (confluent-kafka) creates ``--topics`` topics of ``--partitions`` partitions in all,
-in one CreateTopics request whose timeout (``operation_timeout``) lets the broker
-answer once it hosts every new partition (their logs exist). Printed: how long the
+in as few CreateTopics (then CreatePartitions) requests as Kafka 4's bounds on one
+request allow (10,000 metadata records, 10,000 partitions added), one after the
+other, each with a timeout (``operation_timeout``) that lets the broker answer
+once it hosts every new partition (their logs exist). Printed: how long the
 answer took, and the Metadata and Produce answers of the probe during that window
 (count, p50, p99, max), and when every new partition answered ListOffsets (the
 figure compared between the two brokers). Then it checks that Metadata lists every
@@ -27,14 +29,16 @@ and the broker's RSS and open descriptors are printed (under this process's
 from __future__ import annotations
 
 import argparse
+import functools
 import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -99,6 +103,39 @@ def wait_all_answering(bootstrap: str, topics: list[str], partitions: int) -> No
                 time.sleep(0.05)
 
 
+def requests(sizes: dict[str, int]) -> list[Callable[[AdminClient], dict]]:
+    """The CreateTopics, then CreatePartitions, requests that make these topics within the
+    bounds Kafka 4's controller sets on one request: 10,000 metadata records (a topic and
+    each of its partitions) and 10,000 partitions added."""
+    limit = 10_000
+    made: list[Callable[[AdminClient], dict]] = []
+    batch: list[NewTopic] = []
+    for name, size in sizes.items():
+        first = min(size, limit - 1)
+        if batch and sum(t.num_partitions + 1 for t in batch) + first + 1 > limit:
+            made.append(functools.partial(_create, batch))
+            batch = []
+        batch.append(NewTopic(name, first, 1))
+    if batch:
+        made.append(functools.partial(_create, batch))
+    current = {name: min(size, limit - 1) for name, size in sizes.items()}
+    for name, size in sizes.items():
+        while current[name] < size:
+            current[name] = min(size, current[name] + limit)
+            made.append(functools.partial(_grow, name, current[name]))
+    return made
+
+
+def _create(topics: list[NewTopic], admin: AdminClient) -> dict:
+    return admin.create_topics(topics, operation_timeout=TIMEOUT_S, request_timeout=TIMEOUT_S)
+
+
+def _grow(name: str, count: int, admin: AdminClient) -> dict:
+    return admin.create_partitions(
+        [NewPartitions(name, count)], operation_timeout=TIMEOUT_S, request_timeout=TIMEOUT_S
+    )
+
+
 def traffic(bootstrap: str, topics: list[str], partitions: int) -> None:
     """One record produced to every partition (acks=all), then every one consumed back;
     SystemExit when a record is not acknowledged or not read."""
@@ -149,16 +186,16 @@ def run(partitions: int, topics: int, target: str, with_traffic: bool) -> float 
         admin.create_topics([NewTopic(PROBE_TOPIC, 1, 1)])[PROBE_TOPIC].result(60)
         names = [f"bench-{i}" for i in range(topics)]
         each, extra = divmod(partitions, topics)
-        new = [NewTopic(n, each + (i < extra), 1) for i, n in enumerate(names)]
+        sizes = {n: each + (i < extra) for i, n in enumerate(names)}
         with RequestProbe(broker.bootstrap, PROBE_TOPIC) as probe:
             probe.wait_for_answers(20)
             started = time.monotonic()
-            futures = admin.create_topics(
-                new, operation_timeout=TIMEOUT_S, request_timeout=TIMEOUT_S
-            )
+            asked = requests(sizes)
             try:
-                for future in futures.values():
-                    future.result(TIMEOUT_S)
+                for request in asked:
+                    futures = request(admin)
+                    for future in futures.values():
+                        future.result(TIMEOUT_S)
                 outcome = "answered"
             except KafkaException as exc:
                 outcome = f"failed ({exc})"
@@ -167,7 +204,10 @@ def run(partitions: int, topics: int, target: str, with_traffic: bool) -> float 
                 wait_all_answering(broker.bootstrap, names, partitions)
             served = time.monotonic()
         print(f"{partitions} partitions in {topics} topic(s) on one {target} broker:")
-        print(f"  CreateTopics {outcome} after {answered - started:.1f} s")
+        print(
+            f"  {len(asked)} CreateTopics/CreatePartitions request(s), one after the other, "
+            f"{outcome} after {answered - started:.1f} s"
+        )
         print(f"  every partition answering ListOffsets after {served - started:.1f} s")
         for answers in (probe.metadata, probe.produce):
             print(f"  {answers.summary(started, served)}")

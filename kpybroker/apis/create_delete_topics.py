@@ -62,7 +62,13 @@ from kpybroker.quotas.controller_mutation_quota import (
     ThrottlingQuotaExceededError,
 )
 from kpybroker.security.acls.model import AclOperation, ResourceType
-from kpybroker.topic_admin import Topic
+from kpybroker.topic_admin import (
+    MAX_PARTITIONS_PER_REQUEST,
+    MAX_RECORDS_PER_REQUEST,
+    TOO_LARGE_BATCH,
+    TOO_MANY_PARTITIONS,
+    Topic,
+)
 
 T = TypeVar("T")
 
@@ -136,6 +142,14 @@ async def handle_create_topics(
     describable = ctx.authorized_names(
         AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, candidates, log_if_denied=False
     )
+    refusal = await oversized(ctx, [t for t in request.topics if t.name in creatable])
+    if refusal is not None:
+        # As Kafka's answer to the controller's exception: every topic asked for, in order.
+        return CreateTopicsResponse(
+            topics=[
+                refused_topic(t.name, ErrorCode.POLICY_VIOLATION, refusal) for t in request.topics
+            ]
+        )
     quota = mutation_quota(ctx, create_topics.API_KEY)
     results = [
         await create_topic(ctx, request, topic, quota, topic.name in describable)
@@ -163,8 +177,49 @@ async def handle_create_topics(
     return CreateTopicsResponse(throttle_time_ms=quota.throttle_time_ms(now_ms()), topics=results)
 
 
+async def oversized(ctx: RequestContext, topics: list[CreatableTopic]) -> str | None:
+    """Why Kafka's controller would refuse these topics as one request, if it would: more
+    partitions than ``MAX_PARTITIONS_PER_REQUEST`` in all, or more metadata records than
+    ``MAX_RECORDS_PER_REQUEST`` for the topics that pass validation (each validated only
+    when the request could be that large)."""
+    manager = ctx.services.topics
+    asked = [manager.partitions_asked(t.num_partitions, len(t.assignments)) for t in topics]
+    if sum(asked) > MAX_PARTITIONS_PER_REQUEST:
+        return TOO_MANY_PARTITIONS
+    records = [1 + partitions + len(t.configs) for t, partitions in zip(topics, asked, strict=True)]
+    if sum(records) <= MAX_RECORDS_PER_REQUEST:
+        return None
+    written = 0
+    for topic, count in zip(topics, records, strict=True):
+        try:
+            await creation(ctx, topic, timeout_ms=0)(True)
+        except KafkaError:
+            continue
+        written += count
+    return TOO_LARGE_BATCH if written > MAX_RECORDS_PER_REQUEST else None
+
+
 def refused_topic(name: str, code: ErrorCode, message: str) -> CreatableTopicResult:
     return CreatableTopicResult(name=name, error_code=code, error_message=message)
+
+
+def creation(
+    ctx: RequestContext, topic: CreatableTopic, timeout_ms: int
+) -> Callable[[bool], Awaitable[Topic]]:
+    """``create(validate_only)`` for one topic of a CreateTopics request."""
+
+    def create(validate_only: bool) -> Awaitable[Topic]:
+        return ctx.services.topics.create(
+            topic.name,
+            num_partitions=topic.num_partitions,
+            replication_factor=topic.replication_factor,
+            assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
+            configs={c.name: c.value for c in topic.configs},
+            validate_only=validate_only,
+            timeout_ms=timeout_ms,
+        )
+
+    return create
 
 
 async def create_topic(
@@ -179,18 +234,7 @@ async def create_topic(
     factor and configs only to a principal allowed DESCRIBE_CONFIGS on it (otherwise
     ``topic_config_error_code`` says TOPIC_AUTHORIZATION_FAILED)."""
     manager = ctx.services.topics
-
-    def create(validate_only: bool) -> Awaitable[Topic]:
-        return manager.create(
-            topic.name,
-            num_partitions=topic.num_partitions,
-            replication_factor=topic.replication_factor,
-            assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
-            configs={c.name: c.value for c in topic.configs},
-            validate_only=validate_only,
-            timeout_ms=request.timeout_ms,
-        )
-
+    create = creation(ctx, topic, request.timeout_ms)
     result = CreatableTopicResult(name=topic.name, error_message=None)
     try:
         created = await charged(quota, create, lambda t: len(t.partitions), request.validate_only)

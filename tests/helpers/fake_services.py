@@ -169,6 +169,9 @@ class FakeTopics:
     def by_id(self, topic_id: bytes) -> Topic | None:
         return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
 
+    def partitions_asked(self, num_partitions: int, assignments: int) -> int:
+        return assignments or (1 if num_partitions == -1 else max(num_partitions, 0))
+
     async def create(self, name: str, **kwargs: Any) -> Topic:
         if name in self.refuse:
             raise self.refuse[name]

@@ -30,6 +30,7 @@ from kpybroker.protocol.messages import (
     list_config_resources,
     metadata,
 )
+from kpybroker.topic_admin import TOO_MANY_ADDED
 from tests.helpers.fake_services import FakeGroups, FakeTopics, call, services, topic_of
 
 
@@ -173,6 +174,60 @@ def test_create_topics_maps_each_outcome_and_sends_no_message_on_success() -> No
         ("taken", ErrorCode.TOPIC_ALREADY_EXISTS, "Topic 'taken' already exists."),
     ]
     assert [name for name, _ in topics.created] == ["fresh"]
+
+
+def test_create_topics_over_kafkas_controller_bounds_refuses_every_topic() -> None:
+    """More than 10,000 partitions in all, or more than 10,000 metadata records (a topic,
+    its partitions and its configs) among the topics that pass validation: every topic of
+    the request gets POLICY_VIOLATION and nothing is created, as from Kafka 4."""
+    topics = FakeTopics(topic_of("taken"))
+    topics.refuse["taken"] = KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, "exists")
+    configs = [create_topics.CreatableTopicConfig(name=f"k{i}", value="v") for i in range(2)]
+    many_configs = creatable("c", 9_999)
+    many_configs.configs = configs
+    cases = {
+        "Excessively large number of partitions per request.": [
+            creatable("a", 5_000),
+            creatable("b", 5_001),
+            creatable("twice", 1),  # named twice: not counted, but answered the refusal too
+            creatable("twice", 1),
+        ],
+        "Unable to perform excessively large batch operation.": [many_configs],
+    }
+    for message, asked in cases.items():
+        request = create_topics.CreateTopicsRequest(topics=asked, timeout_ms=1000)
+        response = call(services(topics=topics), request, 7)
+        assert [(t.name, t.error_code, t.error_message) for t in response.topics] == [
+            (t.name, ErrorCode.POLICY_VIOLATION, message) for t in asked
+        ]
+        assert all(kwargs["validate_only"] for _, kwargs in topics.created)
+    # Only the topics that pass validation write records: 9,999 here, so it is created.
+    request = create_topics.CreateTopicsRequest(
+        topics=[creatable("d", 9_998), creatable("taken", 1)], timeout_ms=1000
+    )
+    response = call(services(topics=topics), request, 7)
+    assert [(t.name, t.error_code) for t in response.topics] == [
+        ("d", 0),
+        ("taken", ErrorCode.TOPIC_ALREADY_EXISTS),
+    ]
+    assert "d" in topics.topics
+
+
+def test_create_partitions_adding_over_ten_thousand_refuses_every_topic() -> None:
+    topics = FakeTopics(topic_of("a"), topic_of("b", 3))
+    for count, refused in ((10_002, True), (10_001, False)):
+        asked = [("nope", 9_000), ("b", 2), ("a", count)]  # unknown and fewer count for nothing
+        request = create_partitions.CreatePartitionsRequest(
+            topics=[
+                create_partitions.CreatePartitionsTopic(name=n, count=c, assignments=None)
+                for n, c in asked
+            ],
+            timeout_ms=1000,
+            validate_only=False,
+        )
+        results = call(services(topics=topics), request, 3).results
+        policy = [(name, ErrorCode.POLICY_VIOLATION, TOO_MANY_ADDED) for name, _ in asked]
+        assert ([(r.name, r.error_code, r.error_message) for r in results] == policy) == refused
 
 
 def test_delete_topics_of_a_topic_that_does_not_exist() -> None:

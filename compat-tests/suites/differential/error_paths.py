@@ -556,6 +556,56 @@ def find_coordinator_answers(p: Probe) -> None:
 
 
 @scenario
+def oversized_topic_admin_answers(p: Probe) -> None:
+    """Requests over Kafka 4's controller bounds (validate_only: nothing is made): a
+    CreateTopics of 10,001 partitions in all, one of 9,999 partitions with two configs
+    (10,002 metadata records) with a name given twice, and a CreatePartitions adding
+    10,001 to a topic beside an unknown one, then 10,000."""
+    p.create_topic("diff-big", 1)
+
+    def create(*topics: tuple[str, int, dict[str, str]]) -> Any:
+        return create_topics.CreateTopicsRequest(
+            topics=[
+                create_topics.CreatableTopic(
+                    name=name,
+                    num_partitions=count,
+                    replication_factor=1,
+                    assignments=[],
+                    configs=[
+                        create_topics.CreatableTopicConfig(name=k, value=v)
+                        for k, v in configs.items()
+                    ],
+                )
+                for name, count, configs in topics
+            ],
+            timeout_ms=30000,
+            validate_only=True,
+        )
+
+    two_configs = {"retention.ms": "1000", "cleanup.policy": "delete"}
+    cases = {
+        "too many partitions": create(("diff-big-a", 5000, {}), ("diff-big-b", 5001, {})),
+        "too many records": create(
+            ("diff-big-c", 9999, two_configs), ("diff-big-d", 1, {}), ("diff-big-d", 1, {})
+        ),
+    }
+    for label, request in cases.items():
+        for v in (2, 5, 7):
+            p.answer(f"create v{v} {label}", request, v)
+    for count in (10_002, 10_001):
+        request = create_partitions.CreatePartitionsRequest(
+            topics=[
+                create_partitions.CreatePartitionsTopic(name=name, count=n, assignments=None)
+                for name, n in (("diff-big", count), ("diff-nope", 2))
+            ],
+            timeout_ms=30000,
+            validate_only=True,
+        )
+        for v in (0, 3):
+            p.answer(f"partitions v{v} to {count}", request, v, unordered=("results",))
+
+
+@scenario
 def topic_admin_error_paths(p: Probe) -> None:
     """CreateTopics, CreatePartitions, DeleteTopics and DeleteRecords, each mixing outcomes."""
     p.create_topic("diff-ta", 1)
