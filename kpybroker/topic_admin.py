@@ -7,7 +7,6 @@ admin client sees the same error for the same mistake.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -15,7 +14,12 @@ from typing import TYPE_CHECKING
 from kpybroker.cluster.assignment import assign_replicas
 from kpybroker.config import validate_topic_configs
 from kpybroker.config.describe import ConfigEntry, topic_config_entries
-from kpybroker.metadata.model import PartitionMetadata, TopicMetadata, UnknownTopicError
+from kpybroker.metadata.model import (
+    PartitionMetadata,
+    TopicMetadata,
+    UnknownTopicError,
+    random_uuid,
+)
 from kpybroker.metadata.topic_names import (
     INTERNAL_TOPICS,
     validate_no_collision,
@@ -28,7 +32,6 @@ if TYPE_CHECKING:
     from kpybroker.config import BrokerConfig
     from kpybroker.metadata.cluster_metadata import ClusterMetadata
 
-_ZERO_UUID = uuid.UUID(int=0)
 #: How long a creation waits for this broker's new logs when the request gives no
 #: timeout (Kafka's CreateTopics default timeout_ms).
 DEFAULT_TIMEOUT_MS = 30_000
@@ -228,9 +231,10 @@ class TopicManager:
         configs = configs or {}
         validate_topic_configs(configs, self.config())
         if validate_only:
+            # With a fresh id, as Kafka's controller answers a validate-only creation.
             fake = TopicMetadata(
                 name=name,
-                topic_id=_ZERO_UUID,
+                topic_id=random_uuid(),
                 partitions={p: PartitionMetadata(p, tuple(r)) for p, r in plan.items()},
                 configs=dict(configs),
             )

@@ -241,7 +241,7 @@ async def create_topic(
     except KafkaError as exc:
         result.error_code, result.error_message = error_fields(exc)
         return result
-    result.topic_id = created.topic_id if not request.validate_only else ZERO_UUID
+    result.topic_id = created.topic_id
     if not describable:
         result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         return result

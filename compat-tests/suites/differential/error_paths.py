@@ -560,7 +560,7 @@ def oversized_topic_admin_answers(p: Probe) -> None:
     """Requests over Kafka 4's controller bounds (validate_only: nothing is made): a
     CreateTopics of 10,001 partitions in all, one of 9,999 partitions with two configs
     (10,002 metadata records) with a name given twice, and a CreatePartitions adding
-    10,001 to a topic beside an unknown one, then 10,000."""
+    10,001 to a topic beside an unknown one, then the largest of each that passes."""
     p.create_topic("diff-big", 1)
 
     def create(*topics: tuple[str, int, dict[str, str]]) -> Any:
@@ -588,6 +588,7 @@ def oversized_topic_admin_answers(p: Probe) -> None:
         "too many records": create(
             ("diff-big-c", 9999, two_configs), ("diff-big-d", 1, {}), ("diff-big-d", 1, {})
         ),
+        "10,000 records": create(("diff-big-e", 9999, {})),
     }
     for label, request in cases.items():
         for v in (2, 5, 7):
