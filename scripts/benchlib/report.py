@@ -457,11 +457,16 @@ def replicated_lines(plan: ReplicatedPlan) -> list[str]:
     """Workload 15's part of the method."""
     produce = "; ".join(case.label for case in plan.produce_cases)
     sizes = " and ".join(format_size(size) for size in plan.e2e_record_sizes)
+    warm_up = (
+        f"; each first gets an unrecorded ProducerPerformance run ({plan.warmup_records:,} x "
+        "100 B, 6 partitions)"
+        if plan.warmup_records
+        else ""
+    )
     return [
         "- Workload 15 (replicated): after the others, each broker's three-node cluster in "
         "turn (the first alternating from round to round), started afresh and thrown away "
-        "after its steps (the first with an unrecorded ProducerPerformance run of "
-        f"{plan.warmup_records:,} records): three kpybrokers on one ZooKeeper, and three "
+        f"after its steps{warm_up}: three kpybrokers on one ZooKeeper, and three "
         "Apache Kafka nodes in KRaft mode, each broker and controller, all three voters "
         "(`controller.quorum.voters`), formatted with one cluster id, each with the heap "
         "above. Both run with "
