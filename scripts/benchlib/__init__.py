@@ -12,6 +12,8 @@ The modules, in the order a run uses them:
 * ``scale``      — 10,000 partitions and 1,000 idle connections;
 * ``rebalance``  — a 50-member consumer group joining and losing a member, both protocols;
 * ``startup``    — workload 14: start-up, cold and warm, empty and with 1,000 partitions;
+* ``clusters``   — three-broker clusters: kpybroker on ZooKeeper, Kafka in KRaft mode;
+* ``replicated`` — workload 15: RF 3 produce and end-to-end latency, a follower's catch-up;
 * ``results``    — samples, medians over rounds, ratios and targets, failed steps;
 * ``profiling``  — py-spy profiles of kpybroker for the targets it misses;
 * ``report``     — the printed table, ``docs/performance.md`` and its chart;

@@ -9,6 +9,7 @@ scripts/bench --only groups         # just workload 10: a 50-member group, both 
 scripts/bench --only share          # just workload 11: 4 share consumers on one partition
 scripts/bench --only startup        # workloads 5 (startup, idle RSS) and 12 (start-up, cold
                                     # and warm, empty and with 1,000 partitions)
+scripts/bench --only replicated     # just workload 15: three brokers of each, RF 3
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import confluent_kafka
 import uvloop
 
 import kpybroker
-from benchlib import profiling, report, startup
+from benchlib import profiling, replicated, report, startup
 from benchlib.brokers import (
     BenchKafka,
     BenchKpyBroker,
@@ -40,6 +41,7 @@ from benchlib.brokers import (
     compile_kpybroker,
     kafka_version,
 )
+from benchlib.clusters import KafkaCluster, KpyCluster
 from benchlib.plan import FULL, QUICK, Plan
 from benchlib.procstat import describe_machine
 from benchlib.results import KAFKA, KPYBROKER, Results
@@ -51,6 +53,7 @@ from benchlib.workloads import (
     SELECTIONS,
     STARTUP,
     W5,
+    W15,
     WARM_UP,
     Step,
     Workloads,
@@ -112,8 +115,9 @@ def in_turn(brokers: list[Measured], step_index: int) -> list[Measured]:
 def run_round(
     number: int, plan: Plan, workloads: Workloads, lib: Path, workdir: Path, results: Results
 ) -> list[Measured]:
-    """The plaintext workloads, then the secured ones, then start-up: each part starts both
-    brokers afresh (a part none of whose workloads is selected does not run).
+    """The plaintext workloads, then the secured ones, then start-up, then the replicated
+    clusters: each part starts both brokers afresh (a part none of whose workloads is
+    selected does not run).
 
     Returns the brokers (stopped), whose command lines the doc shows.
     """
@@ -125,6 +129,8 @@ def run_round(
         brokers += run_secured(where, number, workloads, lib, workdir / "secured", results)
     if W14 in workloads.selected:
         run_startup(where, number, plan, lib, workdir / "startup", results)
+    if W15 in workloads.selected:
+        brokers += run_replicated(where, number, plan, lib, workdir / "replicated", results)
     return brokers
 
 
@@ -196,6 +202,22 @@ def run_startup(
             startup.run(plan.startup, make, workdir / label, results)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_replicated(
+    where: str, number: int, plan: Plan, lib: Path, workdir: Path, results: Results
+) -> list[Measured]:
+    """Workload 15 against each broker's three-node cluster in turn (the first flips from
+    round to round); one cluster runs at a time. Returns their nodes (stopped)."""
+    kinds: list[tuple[str, replicated.ClusterFactory]] = [
+        (KAFKA, functools.partial(KafkaCluster, lib=lib)),
+        (KPYBROKER, KpyCluster),
+    ]
+    nodes: list[Measured] = []
+    for label, make in kinds if number % 2 == 0 else kinds[::-1]:
+        progress(f"{where} {label}: {W15}")
+        nodes += replicated.run(plan.replicated, make, lib, workdir / label, results)
+    return nodes
 
 
 def profile_misses(

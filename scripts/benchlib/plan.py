@@ -104,6 +104,20 @@ class StartupPlan:
 
 
 @dataclass(frozen=True)
+class ReplicatedPlan:
+    """Workload 15, on three brokers: ProducerPerformance runs (acks=all) on topics of
+    replication factor 3, after an unrecorded one of ``warmup_records`` (0: none),
+    EndToEndLatency runs of ``e2e_records`` at each of ``e2e_record_sizes``, and
+    ``catch_up``: what is produced while a follower is stopped."""
+
+    warmup_records: int
+    produce_cases: tuple[ProduceCase, ...]
+    e2e_records: int
+    e2e_record_sizes: tuple[int, ...]
+    catch_up: ProduceCase
+
+
+@dataclass(frozen=True)
 class Plan:
     """Sizes of every workload of one run."""
 
@@ -158,6 +172,8 @@ class Plan:
     fanout_groups: int
     #: Workload 14.
     startup: StartupPlan
+    #: Workload 15.
+    replicated: ReplicatedPlan
 
     @property
     def scale_partitions(self) -> int:
@@ -209,6 +225,13 @@ FULL = Plan(
     fanout_partitions=6,
     fanout_groups=20,
     startup=StartupPlan(partitions=1_000, warm_starts=4),
+    replicated=ReplicatedPlan(
+        warmup_records=300_000,
+        produce_cases=(ProduceCase(1_000_000, 100, 6), ProduceCase(200_000, 1024, 6)),
+        e2e_records=10_000,
+        e2e_record_sizes=(100, 1024),
+        catch_up=ProduceCase(1_000_000, 1000, 2),
+    ),
 )
 
 QUICK = Plan(
@@ -248,6 +271,14 @@ QUICK = Plan(
     fanout_partitions=6,
     fanout_groups=3,
     startup=StartupPlan(partitions=20, warm_starts=1),
+    # Seven JVMs and Pythons on the machine: each step as small as still runs it.
+    replicated=ReplicatedPlan(
+        warmup_records=0,
+        produce_cases=(ProduceCase(5_000, 100, 6), ProduceCase(1_000, 1024, 6)),
+        e2e_records=100,
+        e2e_record_sizes=(100, 1024),
+        catch_up=ProduceCase(4_000, 1000, 2),
+    ),
 )
 
 #: Workload 10: how often group members heartbeat, with either protocol (the classic
@@ -289,6 +320,17 @@ KAFKA_SETTINGS: dict[str, str] = {
     "transaction.state.log.num.partitions": "50",
     "broker.heartbeat.interval.ms": "2000",
     "broker.session.timeout.ms": "9000",
+}
+
+#: Both brokers in workload 15's three-node clusters: the replication settings Kafka's own
+#: defaults have for three nodes (``SINGLE_NODE_DEFAULTS`` lowers them for one), and the
+#: issue's ``min.insync.replicas`` of 2.
+REPLICATED_SETTINGS: dict[str, str] = {
+    "default.replication.factor": "3",
+    "min.insync.replicas": "2",
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
 }
 
 #: ``kafka-server-start.sh``'s heap (``-Xmx1G -Xms1G``).

@@ -18,9 +18,12 @@ from benchlib.plan import (
     KAFKA_HEAP,
     KAFKA_SETTINGS,
     KPYBROKER_SETTINGS,
+    REPLICATED_SETTINGS,
     TOOL_HEAP,
     TOOL_JVM_OPTIONS,
     Plan,
+    ReplicatedPlan,
+    format_size,
 )
 from benchlib.procstat import TRACE_INTERVAL_S, Machine
 from benchlib.profiling import SAMPLE_RATE, ImportProfile, Profile
@@ -442,10 +445,46 @@ def method_lines(info: RunInfo) -> list[str]:
         "confluent-kafka consumer each, in threads of this process. The time runs from their "
         "start (joining included) until the last group has read every record; the figure is "
         "the bytes all groups read over that time.",
+        *replicated_lines(plan.replicated),
         "- CPU per MB: the broker process's user + system CPU time (`/proc/<pid>/stat`, "
         "all threads) over the step, per MB (10^6 bytes) of record payload moved. CPU use: "
         "the same CPU time over the seconds the records were moving (as the client timed "
         "them), in cores; well below 1 for both brokers means the clients set the pace.",
+    ]
+
+
+def replicated_lines(plan: ReplicatedPlan) -> list[str]:
+    """Workload 15's part of the method."""
+    produce = "; ".join(case.label for case in plan.produce_cases)
+    sizes = " and ".join(format_size(size) for size in plan.e2e_record_sizes)
+    warm_up = (
+        f"; each first gets an unrecorded ProducerPerformance run ({plan.warmup_records:,} x "
+        "100 B, 6 partitions)"
+        if plan.warmup_records
+        else ""
+    )
+    return [
+        "- Workload 15 (replicated): after the others, each broker's three-node cluster in "
+        "turn (the first alternating from round to round), started afresh and thrown away "
+        f"after its steps{warm_up}: three kpybrokers on one ZooKeeper, and three "
+        "Apache Kafka nodes in KRaft mode, each broker and controller, all three voters "
+        "(`controller.quorum.voters`), formatted with one cluster id, each with the heap "
+        "above. Both run with "
+        f"{', '.join(f'`{k}={v}`' for k, v in REPLICATED_SETTINGS.items())}; the topics have "
+        "replication factor 3 and `min.insync.replicas=2`, their preferred leaders spread "
+        f"over the three brokers. ProducerPerformance as in workload 1, acks=all ({produce}); "
+        f"EndToEndLatency as in workload 3, acks=all, {plan.e2e_records:,} records of "
+        f"{sizes} on one partition. Follower catch-up: on a topic of "
+        f"{plan.catch_up.partitions} partitions led by two of the brokers, the third (a "
+        "follower of both) is stopped with SIGTERM; once a Metadata answer from a leader no "
+        "longer lists it in any ISR, confluent-kafka writes "
+        f"{plan.catch_up.records:,} records of {format_size(plan.catch_up.record_size)} "
+        "(acks=all, `linger.ms=5`; the two others satisfy `min.insync.replicas`); then the "
+        "follower is "
+        "started again, and the figure runs from spawning it until a Metadata answer lists "
+        "it in the ISR of every partition, polled every 100 ms. Its start-up (spawn to its "
+        "first ApiVersions answer, as in workload 5) is within that, and shown apart. CPU "
+        "figures are the three brokers' CPU time together.",
     ]
 
 

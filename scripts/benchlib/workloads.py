@@ -13,7 +13,8 @@ ShareConsumerPerformance; it is the one step allowed to fail on a broker (kpybro
 share groups are new): the failure is recorded and reported, and the run goes on.
 Workloads 12 (``small_requests``: many clients with one small request each in flight)
 and 13 (``fanout``: one topic read by many groups at once) are issue 17's.
-Workload 14 (``startup``) starts brokers of its own, again and again, to time start-up.
+Workload 14 (``startup``) starts brokers of its own, again and again, to time start-up;
+workload 15 (``replicated``) starts three-broker clusters of its own.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ W10 = "10 consumer group rebalance"
 W11 = "11 share-group consume"
 W12 = "12 small requests"
 W13 = "13 fan-out"
+#: Run by ``replicated``, on clusters of its own.
+W15 = "15 replicated"
 
 #: ``--only``'s names for the workloads: what each selects.
 SELECTIONS: dict[str, tuple[str, ...]] = {
@@ -76,12 +79,13 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
     "share": (W11,),
     "small-requests": (W12,),
     "fanout": (W13,),
+    "replicated": (W15,),
 }
 ALL_WORKLOADS: frozenset[str] = frozenset(w for ws in SELECTIONS.values() for w in ws)
 #: The workloads run against the brokers restarted with the security settings.
 SECURED_WORKLOADS: frozenset[str] = frozenset(SELECTIONS["security"])
 #: The workloads that start brokers of their own, again and again.
-OWN_BROKERS: frozenset[str] = SECURED_WORKLOADS | {W14}
+OWN_BROKERS: frozenset[str] = SECURED_WORKLOADS | {W14, W15}
 
 #: Issue 17's memory target: at most half of Kafka's RSS per partition and per connection.
 MEMORY_TARGET_RATIO = 0.5
