@@ -133,16 +133,17 @@ class Appended(NamedTuple):
     end_offset: int
 
 
-async def records_validated(batch: CheckedBatch, config: LogConfig) -> CheckedBatch:
-    """``validate_records`` on the event loop, or in a worker thread for compressed records
-    that decompress to more than ``ON_LOOP_DECOMPRESSED_BYTES`` (or likely would)."""
+def validated_on_loop(batch: CheckedBatch, config: LogConfig) -> CheckedBatch | None:
+    """``validate_records`` on the event loop; ``None`` for compressed records that
+    decompress to more than ``ON_LOOP_DECOMPRESSED_BYTES`` (or likely would), which the
+    caller checks in a worker thread so that other clients are served meanwhile."""
     header = batch.header
     if header.compression == compression.NONE or header.size <= ON_LOOP_COMPRESSED_BYTES:
         try:
             return validate_records(batch, config, ON_LOOP_DECOMPRESSED_BYTES)
         except DecompressedTooLarge:
             pass
-    return await asyncio.to_thread(validate_records, batch, config)
+    return None
 
 
 async def produce_partition(
@@ -170,9 +171,11 @@ async def produce_partition(
         partition = services.replicas.leader_partition(topic, index)
         config = partition.log.config
         batch = validate_produced(data, config, ctx.api_version)
-        checked = await records_validated(batch, config)
-        # Leadership may have moved while a worker thread checked the records.
-        partition = services.replicas.leader_partition(topic, index)
+        checked = validated_on_loop(batch, config)
+        if checked is None:
+            checked = await asyncio.to_thread(validate_records, batch, config)
+            # Leadership may have moved while the worker thread checked the records.
+            partition = services.replicas.leader_partition(topic, index)
         result = partition.append_as_leader(checked, acks, verified)
     except KafkaError as exc:
         services.topic_stats.produce_errored(topic, failed=exc.code not in NOT_COUNTED_AS_FAILED)
