@@ -10,6 +10,7 @@ scripts/bench --only share          # just workload 11: 4 share consumers on one
 scripts/bench --only startup        # workloads 5 (startup, idle RSS) and 12 (start-up, cold
                                     # and warm, empty and with 1,000 partitions)
 scripts/bench --only replicated     # just workload 15: three brokers of each, RF 3
+scripts/bench --only recovery       # just workload 16: kill -9 with 10 GB unflushed, restart
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import confluent_kafka
 import uvloop
 
 import kpybroker
-from benchlib import profiling, replicated, report, startup
+from benchlib import profiling, recovery, replicated, report, startup
 from benchlib.brokers import (
     BenchKafka,
     BenchKpyBroker,
@@ -44,6 +45,7 @@ from benchlib.brokers import (
 from benchlib.clusters import KafkaCluster, KpyCluster
 from benchlib.plan import FULL, QUICK, Plan
 from benchlib.procstat import describe_machine
+from benchlib.recovery import W16
 from benchlib.results import KAFKA, KPYBROKER, Results
 from benchlib.startup import W14
 from benchlib.workloads import (
@@ -116,8 +118,8 @@ def run_round(
     number: int, plan: Plan, workloads: Workloads, lib: Path, workdir: Path, results: Results
 ) -> list[Measured]:
     """The plaintext workloads, then the secured ones, then start-up, then the replicated
-    clusters: each part starts both brokers afresh (a part none of whose workloads is
-    selected does not run).
+    clusters, then recovery: each part starts both brokers afresh (a part none of whose
+    workloads is selected does not run).
 
     Returns the brokers (stopped), whose command lines the doc shows.
     """
@@ -131,6 +133,8 @@ def run_round(
         run_startup(where, number, plan, lib, workdir / "startup", results)
     if W15 in workloads.selected:
         brokers += run_replicated(where, number, plan, lib, workdir / "replicated", results)
+    if W16 in workloads.selected:
+        brokers += run_recovery(where, number, plan, lib, workdir / "recovery", results)
     return brokers
 
 
@@ -202,6 +206,22 @@ def run_startup(
             startup.run(plan.startup, make, workdir / label, results)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_recovery(
+    where: str, number: int, plan: Plan, lib: Path, workdir: Path, results: Results
+) -> list[Measured]:
+    """Workload 16 against each broker in turn (the first flips from round to round);
+    returns them (stopped)."""
+    kinds: list[tuple[str, recovery.BrokerFactory]] = [
+        (KAFKA, functools.partial(BenchKafka, lib=lib)),
+        (KPYBROKER, BenchKpyBroker),
+    ]
+    brokers: list[Measured] = []
+    for label, make in kinds if number % 2 == 0 else kinds[::-1]:
+        progress(f"{where} {label}: {W16}")
+        brokers.append(recovery.run(plan.recovery, make, lib, workdir / label, results))
+    return brokers
 
 
 def run_replicated(

@@ -118,6 +118,16 @@ class ReplicatedPlan:
 
 
 @dataclass(frozen=True)
+class RecoveryPlan:
+    """Workload 16: one topic of ``partitions`` partitions holding ``records`` records of
+    ``record_size`` bytes, unflushed when the broker is killed."""
+
+    partitions: int
+    records: int
+    record_size: int
+
+
+@dataclass(frozen=True)
 class Plan:
     """Sizes of every workload of one run."""
 
@@ -174,6 +184,8 @@ class Plan:
     startup: StartupPlan
     #: Workload 15.
     replicated: ReplicatedPlan
+    #: Workload 16.
+    recovery: RecoveryPlan
 
     @property
     def scale_partitions(self) -> int:
@@ -232,6 +244,8 @@ FULL = Plan(
         e2e_record_sizes=(100, 1024),
         catch_up=ProduceCase(1_000_000, 1000, 2),
     ),
+    # Issue 17: 10 GB in 1,000 partitions.
+    recovery=RecoveryPlan(partitions=1_000, records=10_000_000, record_size=1024),
 )
 
 QUICK = Plan(
@@ -279,6 +293,7 @@ QUICK = Plan(
         e2e_record_sizes=(100, 1024),
         catch_up=ProduceCase(4_000, 1000, 2),
     ),
+    recovery=RecoveryPlan(partitions=20, records=20_000, record_size=1024),
 )
 
 #: Workload 10: how often group members heartbeat, with either protocol (the classic

@@ -34,6 +34,7 @@ WORKLOADS = (
     "13 fan-out",
     "14 start-up",
     "15 replicated",
+    "16 recovery",
 )
 
 
