@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -84,6 +85,10 @@ class Measured(ManagedBroker):
 
     def rss_bytes(self) -> int:
         return rss_bytes(self.pid)
+
+
+#: A broker of a workload that starts its own (unstarted), with the given directory.
+BrokerFactory = Callable[[Path], Measured]
 
 
 def bytecode_env(env: dict[str, str], pycache: Path = PYCACHE) -> dict[str, str]:

@@ -11,6 +11,7 @@ scripts/bench --only startup        # workloads 5 (startup, idle RSS) and 12 (st
                                     # and warm, empty and with 1,000 partitions)
 scripts/bench --only replicated     # just workload 15: three brokers of each, RF 3
 scripts/bench --only recovery       # just workload 16: kill -9 with 10 GB unflushed, restart
+scripts/bench --only compaction     # just workload 17: the cleaner on 2 GB, 10% unique keys
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ import confluent_kafka
 import uvloop
 
 import kpybroker
-from benchlib import profiling, recovery, replicated, report, startup
+from benchlib import compaction, profiling, recovery, replicated, report, startup
 from benchlib.brokers import (
     BenchKafka,
     BenchKpyBroker,
+    BrokerFactory,
     Measured,
     SecureBenchKafka,
     SecureBenchKpyBroker,
@@ -43,6 +45,7 @@ from benchlib.brokers import (
     kafka_version,
 )
 from benchlib.clusters import KafkaCluster, KpyCluster
+from benchlib.compaction import W17
 from benchlib.plan import FULL, QUICK, Plan
 from benchlib.procstat import describe_machine
 from benchlib.recovery import W16
@@ -118,8 +121,8 @@ def run_round(
     number: int, plan: Plan, workloads: Workloads, lib: Path, workdir: Path, results: Results
 ) -> list[Measured]:
     """The plaintext workloads, then the secured ones, then start-up, then the replicated
-    clusters, then recovery: each part starts both brokers afresh (a part none of whose
-    workloads is selected does not run).
+    clusters, then recovery and compaction: each part starts both brokers afresh (a part
+    none of whose workloads is selected does not run).
 
     Returns the brokers (stopped), whose command lines the doc shows.
     """
@@ -135,6 +138,8 @@ def run_round(
         brokers += run_replicated(where, number, plan, lib, workdir / "replicated", results)
     if W16 in workloads.selected:
         brokers += run_recovery(where, number, plan, lib, workdir / "recovery", results)
+    if W17 in workloads.selected:
+        brokers += run_compaction(where, number, plan, lib, workdir / "compaction", results)
     return brokers
 
 
@@ -192,16 +197,22 @@ def run_secured(
     return brokers
 
 
-def run_startup(
-    where: str, number: int, plan: Plan, lib: Path, workdir: Path, results: Results
-) -> None:
-    """Workload 14 against each broker in turn (the first flips from round to round)."""
-    kinds: list[tuple[str, startup.BrokerFactory]] = [
+def broker_kinds(number: int, lib: Path) -> list[tuple[str, BrokerFactory]]:
+    """Both brokers' factories, for workloads that start brokers of their own: the first
+    flips from round to round."""
+    kinds: list[tuple[str, BrokerFactory]] = [
         (KAFKA, functools.partial(BenchKafka, lib=lib)),
         (KPYBROKER, BenchKpyBroker),
     ]
+    return kinds if number % 2 == 0 else kinds[::-1]
+
+
+def run_startup(
+    where: str, number: int, plan: Plan, lib: Path, workdir: Path, results: Results
+) -> None:
+    """Workload 14 against each broker in turn."""
     try:
-        for label, make in kinds if number % 2 == 0 else kinds[::-1]:
+        for label, make in broker_kinds(number, lib):
             progress(f"{where} {label}: {W14}")
             startup.run(plan.startup, make, workdir / label, results)
     finally:
@@ -211,16 +222,22 @@ def run_startup(
 def run_recovery(
     where: str, number: int, plan: Plan, lib: Path, workdir: Path, results: Results
 ) -> list[Measured]:
-    """Workload 16 against each broker in turn (the first flips from round to round);
-    returns them (stopped)."""
-    kinds: list[tuple[str, recovery.BrokerFactory]] = [
-        (KAFKA, functools.partial(BenchKafka, lib=lib)),
-        (KPYBROKER, BenchKpyBroker),
-    ]
+    """Workload 16 against each broker in turn; returns them (stopped)."""
     brokers: list[Measured] = []
-    for label, make in kinds if number % 2 == 0 else kinds[::-1]:
+    for label, make in broker_kinds(number, lib):
         progress(f"{where} {label}: {W16}")
         brokers.append(recovery.run(plan.recovery, make, lib, workdir / label, results))
+    return brokers
+
+
+def run_compaction(
+    where: str, number: int, plan: Plan, lib: Path, workdir: Path, results: Results
+) -> list[Measured]:
+    """Workload 17 against each broker in turn; returns them (stopped)."""
+    brokers: list[Measured] = []
+    for label, make in broker_kinds(number, lib):
+        progress(f"{where} {label}: {W17}")
+        brokers.append(compaction.run(plan.compaction, make, workdir / label, results))
     return brokers
 
 

@@ -128,6 +128,17 @@ class RecoveryPlan:
 
 
 @dataclass(frozen=True)
+class CompactionPlan:
+    """Workload 17: one partition of ``records`` records of ``record_size`` bytes over
+    ``unique_keys`` keys, in segments of ``segment_bytes``."""
+
+    records: int
+    record_size: int
+    unique_keys: int
+    segment_bytes: int
+
+
+@dataclass(frozen=True)
 class Plan:
     """Sizes of every workload of one run."""
 
@@ -186,6 +197,8 @@ class Plan:
     replicated: ReplicatedPlan
     #: Workload 16.
     recovery: RecoveryPlan
+    #: Workload 17.
+    compaction: CompactionPlan
 
     @property
     def scale_partitions(self) -> int:
@@ -246,6 +259,10 @@ FULL = Plan(
     ),
     # Issue 17: 10 GB in 1,000 partitions.
     recovery=RecoveryPlan(partitions=1_000, records=10_000_000, record_size=1024),
+    # Issue 17: 2 GB, 10% unique keys.
+    compaction=CompactionPlan(
+        records=2_000_000, record_size=1024, unique_keys=200_000, segment_bytes=128 * 1024**2
+    ),
 )
 
 QUICK = Plan(
@@ -294,6 +311,9 @@ QUICK = Plan(
         catch_up=ProduceCase(4_000, 1000, 2),
     ),
     recovery=RecoveryPlan(partitions=20, records=20_000, record_size=1024),
+    compaction=CompactionPlan(
+        records=20_000, record_size=1024, unique_keys=2_000, segment_bytes=1024**2
+    ),
 )
 
 #: Workload 10: how often group members heartbeat, with either protocol (the classic

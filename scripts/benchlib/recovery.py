@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from benchlib import javatools
-from benchlib.brokers import Measured, create_topics
+from benchlib.brokers import BrokerFactory, Measured, create_topics
 from benchlib.plan import RecoveryPlan, format_size
 from benchlib.results import Better, Metric, Results
 from kpybroker.protocol.messages.list_offsets import (
@@ -46,8 +45,6 @@ LIST_OFFSETS_VERSION = 9
 #: Seconds between ListOffsets polls while the restarted broker recovers.
 POLL_INTERVAL_S = 0.05
 
-#: A broker of the workload's kind (unstarted) with the given directory.
-BrokerFactory = Callable[[Path], Measured]
 
 EndOffsets = dict[int, int]
 

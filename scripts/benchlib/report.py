@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlib import recovery
+from benchlib import compaction, recovery
 from benchlib.javatools import GROUP_PREFIX
 from benchlib.librdkafka import FETCH_QUEUE_BACKOFF_MS
 from benchlib.plan import (
@@ -448,6 +448,7 @@ def method_lines(info: RunInfo) -> list[str]:
         "the bytes all groups read over that time.",
         *replicated_lines(plan.replicated),
         recovery.method_line(plan.recovery),
+        compaction.method_line(plan.compaction),
         "- CPU per MB: the broker process's user + system CPU time (`/proc/<pid>/stat`, "
         "all threads) over the step, per MB (10^6 bytes) of record payload moved. CPU use: "
         "the same CPU time over the seconds the records were moving (as the client timed "

@@ -47,6 +47,49 @@ class Latencies:
         return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+def one_at_a_time_producer(bootstrap: str, acks: str) -> Producer:
+    """A producer whose every record is a request of its own, sent once the last one was
+    answered."""
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 0,
+            "enable.idempotence": False,
+            "max.in.flight.requests.per.connection": 1,
+            "log_level": 0,
+        }
+    )
+
+
+def send_one(producer: Producer, topic: str, partition: int, errors: list[KafkaError]) -> float:
+    """Send one ``VALUE_SIZE`` record and wait for its answer; the seconds it took."""
+    started = time.perf_counter()
+    producer.produce(
+        topic,
+        bytes(VALUE_SIZE),
+        partition=partition,
+        on_delivery=lambda err, _msg: err is not None and errors.append(err),
+    )
+    producer.flush(30)
+    return time.perf_counter() - started
+
+
+def produce_until(bootstrap: str, topic: str, stop: threading.Event) -> Latencies:
+    """One producer sending to partition 0 of ``topic`` (acks=1), one request at a time,
+    until ``stop`` is set; the latencies of its requests after ``WARM_UP_REQUESTS``."""
+    producer = one_at_a_time_producer(bootstrap, "1")
+    errors: list[KafkaError] = []
+    for _ in range(WARM_UP_REQUESTS):
+        send_one(producer, topic, 0, errors)
+    latencies = Latencies()
+    while not stop.is_set():
+        latencies.values.append(send_one(producer, topic, 0, errors))
+    if errors:
+        raise RuntimeError(f"{len(errors)} probe requests failed, e.g. {errors[0]}")
+    return latencies
+
+
 def produce_one_at_a_time(
     bootstrap: str, topic: str, partitions: int, clients: int, acks: str, seconds: float
 ) -> tuple[int, float, Latencies]:
@@ -58,30 +101,12 @@ def produce_one_at_a_time(
     failures: list[str] = []
 
     def client(index: int) -> None:
-        producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "acks": acks,
-                "linger.ms": 0,
-                "enable.idempotence": False,
-                "max.in.flight.requests.per.connection": 1,
-                "log_level": 0,
-            }
-        )
-        value = bytes(VALUE_SIZE)
-        own: list[float] = []
+        producer = one_at_a_time_producer(bootstrap, acks)
         errors: list[KafkaError] = []
+        own: list[float] = []
 
         def one_request() -> float:
-            started = time.perf_counter()
-            producer.produce(
-                topic,
-                value,
-                partition=index % partitions,
-                on_delivery=lambda err, _msg: err is not None and errors.append(err),
-            )
-            producer.flush(30)
-            return time.perf_counter() - started
+            return send_one(producer, topic, index % partitions, errors)
 
         try:
             for _ in range(WARM_UP_REQUESTS):

@@ -18,10 +18,9 @@ Run alone: ``scripts/bench --only startup`` (with ``--rounds N``).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
-from benchlib.brokers import CachedBytecode, Measured, create_topics
+from benchlib.brokers import BrokerFactory, CachedBytecode, Measured, create_topics
 from benchlib.plan import StartupPlan
 from benchlib.results import Better, Metric, Results
 
@@ -32,9 +31,6 @@ PARTITIONS_PER_TOPIC = 100
 
 #: kpybroker's goal for a warm start with an empty data directory (issue 17).
 EMPTY_WARM_LIMIT_S = 0.150
-
-#: A broker of the workload's kind (unstarted) with the given directory.
-BrokerFactory = Callable[[Path], Measured]
 
 
 def case_name(partitions: int) -> str:

@@ -14,8 +14,9 @@ share groups are new): the failure is recorded and reported, and the run goes on
 Workloads 12 (``small_requests``: many clients with one small request each in flight)
 and 13 (``fanout``: one topic read by many groups at once) are issue 17's.
 Workload 14 (``startup``) starts brokers of its own, again and again, to time start-up;
-workload 15 (``replicated``) starts three-broker clusters of its own, and workload 16
-(``recovery``) brokers of its own that it kills.
+workload 15 (``replicated``) starts three-broker clusters of its own, workload 16
+(``recovery``) brokers of its own that it kills, and workload 17 (``compaction``) brokers
+of its own with a cleaner setting.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import TypeVar
 
 from benchlib import fanout, javatools, librdkafka, procstat, rebalance, scale, small_requests
 from benchlib.brokers import Measured, create_topics
+from benchlib.compaction import W17
 from benchlib.javatools import ConsumerResult, ProducerResult, ShareConsumerResult, ToolError
 from benchlib.plan import GROUP_HEARTBEAT_MS, Plan, ProduceCase, ShareCase, format_size
 from benchlib.recovery import W16
@@ -83,12 +85,13 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
     "fanout": (W13,),
     "replicated": (W15,),
     "recovery": (W16,),
+    "compaction": (W17,),
 }
 ALL_WORKLOADS: frozenset[str] = frozenset(w for ws in SELECTIONS.values() for w in ws)
 #: The workloads run against the brokers restarted with the security settings.
 SECURED_WORKLOADS: frozenset[str] = frozenset(SELECTIONS["security"])
 #: The workloads that start brokers of their own, again and again.
-OWN_BROKERS: frozenset[str] = SECURED_WORKLOADS | {W14, W15, W16}
+OWN_BROKERS: frozenset[str] = SECURED_WORKLOADS | {W14, W15, W16, W17}
 
 #: Issue 17's memory target: at most half of Kafka's RSS per partition and per connection.
 MEMORY_TARGET_RATIO = 0.5

@@ -35,6 +35,7 @@ WORKLOADS = (
     "14 start-up",
     "15 replicated",
     "16 recovery",
+    "17 compaction",
 )
 
 
