@@ -21,12 +21,11 @@ watermark of -1.
 
 Kafka writes the log start offset checkpoint only every
 ``log.flush.start.offset.checkpoint.interval.ms``, so a crash soon after could
-bring deleted records back; here it is written before answering.
+bring deleted records back; here it is written before answering (by the checkpoint
+thread: a directory where that fails goes offline).
 """
 
 from __future__ import annotations
-
-import logging
 
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import api
@@ -40,8 +39,6 @@ from kpybroker.protocol.messages.delete_records import (
     DeleteRecordsTopicResult,
 )
 from kpybroker.security.acls.model import AclOperation, ResourceType
-
-log = logging.getLogger(__name__)
 
 
 def delete_partition_records(ctx: RequestContext, topic: str, index: int, offset: int) -> int:
@@ -84,8 +81,5 @@ async def handle_delete_records(
             result.error_code = exc.code
         by_topic.setdefault(name, DeleteRecordsTopicResult(name=name)).partitions.append(result)
     topics = list(by_topic.values())
-    try:
-        ctx.services.logs.checkpoint_log_start_offsets()
-    except OSError as exc:
-        log.warning("writing the log start offset checkpoint failed: %s", exc)
+    await ctx.services.logs.save_log_start_offsets()
     return DeleteRecordsResponse(topics=topics)

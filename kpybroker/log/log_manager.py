@@ -23,6 +23,7 @@ none is left the broker halts, as Kafka does.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import functools
 import logging
@@ -36,8 +37,8 @@ from pathlib import Path
 from kpybroker.log.checkpoint import (
     CorruptCheckpointError,
     read_offset_checkpoint,
-    write_offset_checkpoint,
 )
+from kpybroker.log.checkpoint_writer import CheckpointWriter
 from kpybroker.log.load_progress import DEFAULT_INTERVAL_S, DirLoadProgress
 from kpybroker.log.log_cleaner import LogCleaner
 from kpybroker.log.log_config import LogConfig, LogManagerConfig
@@ -113,6 +114,7 @@ class LogManager:
         #: ``preferredLogDirs``).
         self._preferred_dir: dict[TopicPartition, Path] = {}
         self.failures = LogDirFailureChannel(self._close_dir)
+        self._checkpoints = CheckpointWriter()
         self.settings = settings or LogManagerConfig()
         self.moves = LogDirMoves(
             self._open_like, self._swapping, self.settings.alter_log_dirs_max_bytes_per_second
@@ -129,17 +131,17 @@ class LogManager:
             ),
             (
                 "high watermark checkpoint",
-                lambda _now: self.checkpoint_high_watermarks(),
+                lambda _now: self.checkpoint_high_watermarks(in_background=True),
                 intervals.high_watermark_checkpoint_interval_ms,
             ),
             (
                 "recovery point checkpoint",
-                lambda _now: self.checkpoint_recovery_points(),
+                lambda _now: self.checkpoint_recovery_points(in_background=True),
                 intervals.recovery_point_checkpoint_interval_ms,
             ),
             (
                 "log start offset checkpoint",
-                lambda _now: self.checkpoint_log_start_offsets(),
+                lambda _now: self.checkpoint_log_start_offsets(in_background=True),
                 intervals.log_start_checkpoint_interval_ms,
             ),
         ]
@@ -462,6 +464,7 @@ class LogManager:
         the work on the other directories goes on.
         """
         now = self._time_ms() if now_ms is None else now_ms
+        self._take_checkpoint_failures()
         for tp, partition_log in self:
             if partition_log.maintenance_due:
                 self._guarded(
@@ -510,33 +513,61 @@ class LogManager:
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
 
-    def checkpoint_recovery_points(self) -> None:
-        self._write_checkpoints(RECOVERY_POINT_CHECKPOINT, lambda p: p.recovery_point)
+    def checkpoint_recovery_points(self, in_background: bool = False) -> None:
+        self._write_checkpoints(
+            RECOVERY_POINT_CHECKPOINT, lambda p: p.recovery_point, in_background
+        )
 
-    def checkpoint_log_start_offsets(self) -> None:
+    def checkpoint_log_start_offsets(self, in_background: bool = False) -> None:
         # As Kafka: only logs whose start moved past their first segment's base offset.
         self._write_checkpoints(
             LOG_START_OFFSET_CHECKPOINT,
             lambda p: (
                 p.log_start_offset if p.log_start_offset > p.segments[0].base_offset else None
             ),
+            in_background,
         )
 
-    def checkpoint_high_watermarks(self) -> None:
-        self._write_checkpoints(REPLICATION_OFFSET_CHECKPOINT, lambda p: p.high_watermark)
+    async def save_log_start_offsets(self) -> None:
+        """The log start offset checkpoint, written by the checkpoint thread; returns once
+        it is (DeleteRecords answers after that)."""
+        self.checkpoint_log_start_offsets(in_background=True)
+        await asyncio.to_thread(self.drain_checkpoints)
+        self._take_checkpoint_failures()
+
+    def drain_checkpoints(self) -> None:
+        """Return once the checkpoint thread has written what it was handed so far."""
+        self._checkpoints.drain()
+
+    def checkpoint_high_watermarks(self, in_background: bool = False) -> None:
+        self._write_checkpoints(
+            REPLICATION_OFFSET_CHECKPOINT, lambda p: p.high_watermark, in_background
+        )
 
     def _write_checkpoints(
-        self, file_name: str, value: Callable[[PartitionLog], int | None]
+        self, file_name: str, value: Callable[[PartitionLog], int | None], in_background: bool
     ) -> None:
-        for log_dir in self.online_dirs:
-            offsets = {}
-            for tp, partition_log in self.logs.items():
-                if self._dir_of[tp] == log_dir and (offset := value(partition_log)) is not None:
-                    offsets[tp] = offset
+        """One checkpoint file per online directory: written now, or handed to the
+        checkpoint thread (``in_background``; the periodic writes), so that a file of many
+        partitions does not hold up the event loop."""
+        by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.online_dirs}
+        for tp, partition_log in self.logs.items():
+            offsets = by_dir.get(self._dir_of[tp])
+            if offsets is not None and (offset := value(partition_log)) is not None:
+                offsets[tp] = offset
+        for log_dir, offsets in by_dir.items():
+            if in_background:
+                self._checkpoints.submit(log_dir / file_name, offsets)
+                continue
             try:
-                write_offset_checkpoint(log_dir / file_name, offsets)
+                self._checkpoints.write_now(log_dir / file_name, offsets)
             except OSError as exc:
                 self.failures.fail(log_dir, f"writing {file_name}", exc)
+
+    def _take_checkpoint_failures(self) -> None:
+        """Directories where a background checkpoint write failed go offline."""
+        for path, exc in self._checkpoints.take_failures():
+            self.failures.fail(path.parent, f"writing {path.name}", exc)
 
     def _close_dir(self, log_dir: Path) -> None:
         """Kafka's ``LogManager.handleLogDirFailure``: forget the logs of a directory gone
@@ -584,6 +615,8 @@ class LogManager:
                 log.exception("closing the log of %s-%d failed", *tp)
                 unclean.add(self._dir_of[tp])
         self.checkpoint()  # a directory it fails in goes offline
+        self._checkpoints.close()
+        self._take_checkpoint_failures()
         for deleted in self._deleted:
             deleted.release_descriptors()
         self._deleted = []

@@ -323,7 +323,7 @@ class FakeLogs:
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self.log_dirs[0] if (topic, partition) in self.logs else None
 
-    def checkpoint_log_start_offsets(self) -> None:
+    async def save_log_start_offsets(self) -> None:
         pass
 
     def future_logs(self) -> Iterator[tuple[tuple[str, int], Path, Any]]:

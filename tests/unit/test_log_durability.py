@@ -134,6 +134,8 @@ def test_a_failing_checkpoint_takes_its_dir_offline_and_the_other_tasks_go_on(
 
     monkeypatch.setattr(checkpoint_module, "atomic_write", no_room_for_high_watermarks)
     logs.periodic(now_ms=2**62)  # every task is due
+    logs.drain_checkpoints()  # the checkpoint thread wrote, or failed to
+    logs.periodic(now_ms=2**62)  # the failure it handed back takes the directory offline
     assert logs.online_dirs == [roomy]
     for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
         assert (roomy / name).exists()

@@ -152,7 +152,22 @@ def test_periodic_writes_checkpoints_when_due(tmp_path) -> None:
     assert not hw_file.exists()
     clock.advance(LogManagerConfig().high_watermark_checkpoint_interval_ms)
     logs.periodic()
+    logs.drain_checkpoints()  # written by the checkpoint thread
     assert hw_file.read_bytes() == b"0\n1\nt 0 6\n"
+    logs.close()
+
+
+def test_a_failed_background_checkpoint_takes_its_directory_offline(tmp_path) -> None:
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    logs = manager(good, bad)
+    logs.get_or_create("t", 0, None)
+    (bad / "replication-offset-checkpoint").mkdir()  # the write's rename onto it fails
+    (bad / "replication-offset-checkpoint" / "x").touch()
+    logs.checkpoint_high_watermarks(in_background=True)
+    logs.drain_checkpoints()
+    assert logs.failures.offline == set()  # handed back to the owner's thread...
+    logs.periodic()
+    assert logs.failures.offline == {bad}  # ...which takes the directory offline
     logs.close()
 
 
