@@ -44,6 +44,7 @@ from kpybroker.log.log_config import LogConfig, LogManagerConfig
 from kpybroker.log.log_dir_failure import LogDirFailureChannel
 from kpybroker.log.log_dir_moves import LogDirMove, LogDirMoves, settle_future_dirs
 from kpybroker.log.metadata_files import (
+    InconsistentMetadataError,
     ensure_meta_properties,
     take_clean_shutdown,
     write_clean_shutdown,
@@ -434,11 +435,12 @@ class LogManager:
         """Load the future log of a move the last stop interrupted and let the move go on
         (Kafka's ``maybeAddLogDirFetchers``). The future log is recovered in full, as a log
         after a crash: nothing says how much of it was flushed. One that cannot be opened
-        (a disk error, another topic id) is deleted, and the partition stays where it is."""
+        (a disk error, another topic id, an unreadable ``partition.metadata``) is deleted,
+        and the partition stays where it is."""
         current = self.logs[tp]
         try:
             future = self._open_like(future_dir, current, recover=True)
-        except (OSError, KafkaError) as exc:
+        except (OSError, KafkaError, InconsistentMetadataError) as exc:
             log.warning("removing %s, a future log that cannot be loaded: %s", future_dir, exc)
             shutil.rmtree(future_dir, ignore_errors=True)
             return

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kpybroker.log import log_dir_moves
 from kpybroker.log.log_manager import LogManager
+from kpybroker.log.metadata_files import write_partition_metadata
 from kpybroker.log.names import delete_dir_name, future_dir_name, special_dir_kind
 from kpybroker.log.partition_log import PartitionLog
 from kpybroker.protocol.records import NewRecord, build_batch
@@ -277,6 +278,24 @@ def test_a_future_log_the_current_log_diverged_from_is_copied_again(tmp_path, ca
     assert "orders-0: restarting the move to" in caplog.text
     assert contents(target / "orders-0") == (expected, epochs)
     assert epochs == [(0, 0), (1, 30)]
+
+
+def test_a_future_log_of_another_topic_id_is_removed_at_start(tmp_path, caplog) -> None:
+    source, target, future_dir = interrupted_move(tmp_path)
+    write_partition_metadata(future_dir, bytes(range(1, 17)))  # another incarnation of the topic
+    expected, _ = contents(source / "orders-0")
+
+    async def restart() -> None:
+        logs = manager(source, target)
+        assert list(logs.future_logs()) == []
+        assert logs.log_dir_of("orders", 0) == source
+        assert stored_pairs(logs.get("orders", 0)) == expected
+        logs.close()
+
+    caplog.set_level(logging.WARNING, logger=LogManager.__module__)
+    asyncio.run(restart())
+    assert "a future log that cannot be loaded" in caplog.text
+    assert [p.name for p in target.iterdir() if p.is_dir()] == []
 
 
 def test_a_restart_completes_a_swap_the_crash_interrupted(tmp_path) -> None:
