@@ -23,10 +23,12 @@ log (the partition, fetches in flight, the coordinators) keeps working. The old
 directory is deleted in a worker thread.
 
 Crash safety: until the current directory is renamed, the current log is the
-partition's log and a ``-future`` directory is discarded at the next start
-(Kafka resumes the move instead; here it must be asked again). After that
-rename, the complete future log is the only one left, and the next start makes
-it the partition's log (``settle_future_dirs``).
+partition's log, and the next start resumes the move, as Kafka's
+``maybeAddLogDirFetchers`` does: the log manager loads the ``-future`` directory
+(recovered, as any log after a crash) and ``LogDirMoves.resume`` continues the
+copy from its end, or from the log start when it no longer continues the
+current log. After that rename, the complete future log is the only one left,
+and the next start makes it the partition's log (``settle_future_dirs``).
 
 A truncation of the current log (a follower diverging from a new leader) or a
 log start moving past what was copied restarts the copy from the log start.
@@ -145,9 +147,43 @@ class LogDirMoves:
                 return
             self.cancel(tp)
         future = self._open_log(target_dir / future_dir_name(partition_dir_name(*tp)), current)
+        self._begin(tp, current, future)
+        log.info("%s-%d: moving its log to %s", *tp, target_dir)
+
+    def resume(self, tp: TopicPartition, current: PartitionLog, future: PartitionLog) -> None:
+        """Go on with a move a stop interrupted, given its future log as loaded at start:
+        from the future log's end when it continues ``current``, else from the log start
+        (the current log's start moved past it, or the current log was truncated under it)."""
+        move = self._begin(tp, current, future)
+        if continues(current, future):
+            log.info(
+                "%s-%d: resuming the move to %s from offset %d",
+                *tp,
+                move.target_dir,
+                future.log_end_offset,
+            )
+        else:
+            move.restart = True
+            log.info(
+                "%s-%d: restarting the move to %s from the log start: its future log "
+                "(end %d, epoch %d) does not continue the log",
+                *tp,
+                move.target_dir,
+                future.log_end_offset,
+                future.leader_epoch,
+            )
+
+    def _begin(self, tp: TopicPartition, current: PartitionLog, future: PartitionLog) -> LogDirMove:
+        """Register a move of ``current`` into ``future``, watch the current log for
+        truncations, and start copying (on the running event loop)."""
         stopped = threading.Event()
         move = LogDirMove(
-            tp, current, future, target_dir, CopyRate(self._rate, stopped), stopped=stopped
+            tp,
+            current,
+            future,
+            future.directory.parent,
+            CopyRate(self._rate, stopped),
+            stopped=stopped,
         )
         self.moves[tp] = move
         previous_hook = move.previous_hook = current.before_truncation
@@ -160,7 +196,7 @@ class LogDirMoves:
         move.task = asyncio.get_running_loop().create_task(
             self._run(move), name=f"log-dir-move-{future.name}"
         )
-        log.info("%s-%d: moving its log to %s", *tp, target_dir)
+        return move
 
     def cancel(self, tp: TopicPartition) -> None:
         """Stop a move and remove its future log (the partition is deleted or moves elsewhere).
@@ -176,7 +212,7 @@ class LogDirMoves:
         log.info("%s-%d: move to %s stopped", *tp, move.target_dir)
 
     def close(self) -> None:
-        """Broker shutdown: stop every move (their future logs are discarded at the next start)."""
+        """Broker shutdown: stop every move (the next start resumes them)."""
         for move in list(self.moves.values()):
             self._end(move)
             move.future.release_descriptors()
@@ -257,6 +293,21 @@ class LogDirMoves:
         )
 
 
+def continues(current: PartitionLog, future: PartitionLog) -> bool:
+    """Whether ``future`` holds the start of ``current`` as it is now: its end lies within
+    the current log, and its last leader epoch lasts in the current log at least until
+    there (so the batches below are the same ones; as a follower checks with
+    OffsetForLeaderEpoch)."""
+    end = future.log_end_offset
+    if not current.log_start_offset <= end <= current.log_end_offset:
+        return False
+    epoch = future.leader_epoch
+    if epoch < 0:
+        return True
+    current_epoch, epoch_end = current.end_offset_for_epoch(epoch)
+    return current_epoch == epoch and epoch_end >= end
+
+
 def _copy_chunk(chunk: ReadResult, future: PartitionLog, rate: CopyRate) -> None:
     """Append a chunk of the current log to the future log (in a worker thread), first
     rolling the future log where the current one starts a segment (a read never spans
@@ -281,7 +332,7 @@ def _copy_chunk(chunk: ReadResult, future: PartitionLog, rate: CopyRate) -> None
 
 def _discard(future: PartitionLog) -> None:
     """Rename a future log ``…-delete`` (atomic for a restart), then delete it. A disk error
-    is logged: the next start discards what is left of an unfinished move anyway."""
+    is logged (the future log then stays, and the next start resumes its move)."""
     future.release_descriptors()
     directory = future.directory
     retired = directory.with_name(delete_dir_name(directory.name))
@@ -307,32 +358,35 @@ def _delete_in_background(directory: Path) -> None:
     loop.run_in_executor(None, shutil.rmtree, directory, True)
 
 
-def settle_future_dirs(log_dirs: Iterable[Path]) -> list[Path]:
-    """Resolve the future logs a stopped broker left, at start before any log is loaded: a
-    future log of a partition that still has its current log is an unfinished move and is
-    deleted; one whose current log is gone was complete (the swap had renamed the current
-    one away) and takes the partition's name. Returns the directories so promoted."""
+def settle_future_dirs(log_dirs: Iterable[Path]) -> dict[TopicPartition, Path]:
+    """Resolve the future logs a stopped broker left, at start before any log is loaded.
+
+    A future log whose current log is gone was complete (the swap had renamed the current
+    one away): it takes the partition's name. One whose current log is in another
+    directory is an unfinished move, returned to be resumed; another future log of the
+    same partition, or one beside its current log, is deleted (no move leaves either)."""
     log_dirs = list(log_dirs)
     hosted = {
-        tp
+        tp: log_dir
         for log_dir in log_dirs
         for name in os.listdir(log_dir)
         if special_dir_kind(name) is None and (tp := parse_partition_dir(name)) is not None
     }
-    promoted = []
+    unfinished: dict[TopicPartition, Path] = {}
     for log_dir in log_dirs:
         for child in sorted(log_dir.iterdir()):
             if not child.is_dir() or special_dir_kind(child.name) != "future":
                 continue
             tp = parse_partition_dir(child.name.rsplit(".", 1)[0])
-            if tp is None or tp in hosted:
-                log.info("removing %s, an unfinished log-dir move", child)
+            if tp is None or tp in unfinished or hosted.get(tp) == log_dir:
+                log.info("removing %s, a future log that cannot be resumed", child)
                 shutil.rmtree(child)
-                continue
-            final = child.with_name(partition_dir_name(*tp))
-            log.info("completing the move of %s-%d to %s", *tp, log_dir)
-            child.rename(final)
-            fsync_dir(log_dir)
-            hosted.add(tp)
-            promoted.append(final)
-    return promoted
+            elif tp in hosted:
+                unfinished[tp] = child
+            else:
+                final = child.with_name(partition_dir_name(*tp))
+                log.info("completing the move of %s-%d to %s", *tp, log_dir)
+                child.rename(final)
+                fsync_dir(log_dir)
+                hosted[tp] = log_dir
+    return unfinished

@@ -45,6 +45,7 @@ from kpybroker.log.log_config import LogConfig, LogManagerConfig
 from kpybroker.log.log_dir_failure import LogDirFailureChannel
 from kpybroker.log.log_dir_moves import LogDirMove, LogDirMoves, settle_future_dirs
 from kpybroker.log.metadata_files import (
+    InconsistentMetadataError,
     ensure_meta_properties,
     take_clean_shutdown,
     write_clean_shutdown,
@@ -61,6 +62,7 @@ from kpybroker.log.names import (
 )
 from kpybroker.log.partition_log import PartitionLog, wall_clock_ms
 from kpybroker.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from kpybroker.protocol.errors import KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,8 @@ class LogManager:
         plus topic overrides) for the logs found on disk; default: Kafka's defaults.
         ``settings`` are the background intervals and the cleaner's settings. A long
         load reports its progress per directory at INFO every ``load_progress_interval_s``.
+        Moves between log directories that the last stop interrupted resume as tasks of the
+        running event loop.
         """
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
@@ -152,7 +156,7 @@ class LogManager:
                 self._lock(log_dir)
                 ensure_meta_properties(log_dir, broker_id, cluster_id)
             started = time.monotonic()
-            settle_future_dirs(self.log_dirs)
+            unfinished_moves = settle_future_dirs(self.log_dirs)
             unclean = [d for d in self.log_dirs if not self._load_dir(d)]
             log.info(
                 "Loaded %d logs in %.0f ms%s",
@@ -174,6 +178,8 @@ class LogManager:
             )
             for tp, partition_log in self.logs.items():
                 self._guard_truncation(tp, partition_log)
+        for tp, future_dir in unfinished_moves.items():
+            self._resume_move(tp, future_dir)
 
     # -- startup ----------------------------------------------------------------------
 
@@ -238,8 +244,8 @@ class LogManager:
                 log.info("removing %s, deleted before the last shutdown", child)
                 shutil.rmtree(child)
                 continue
-            if child.name == METADATA_STORE_DIR:
-                continue
+            if child.name == METADATA_STORE_DIR or kind == "future":
+                continue  # future logs: a move's, loaded by _resume_move
             tp = parse_partition_dir(child.name)
             if kind is not None or tp is None or tp[0] == KRAFT_METADATA_TOPIC:
                 log.info("ignoring %s: not a partition log", child)
@@ -427,17 +433,35 @@ class LogManager:
         for move in self.moves:
             yield move.topic_partition, move.target_dir, move
 
-    def _open_like(self, directory: Path, like: PartitionLog) -> PartitionLog:
+    def _resume_move(self, tp: TopicPartition, future_dir: Path) -> None:
+        """Load the future log of a move the last stop interrupted and let the move go on
+        (Kafka's ``maybeAddLogDirFetchers``). The future log is recovered in full, as a log
+        after a crash: nothing says how much of it was flushed. One that cannot be opened
+        (a disk error, another topic id, an unreadable ``partition.metadata``) is deleted,
+        and the partition stays where it is."""
+        current = self.logs[tp]
+        try:
+            future = self._open_like(future_dir, current, recover=True)
+        except (OSError, KafkaError, InconsistentMetadataError) as exc:
+            log.warning("removing %s, a future log that cannot be loaded: %s", future_dir, exc)
+            shutil.rmtree(future_dir, ignore_errors=True)
+            return
+        self.moves.resume(tp, current, future)
+
+    def _open_like(
+        self, directory: Path, like: PartitionLog, *, recover: bool = False
+    ) -> PartitionLog:
         """Open ``directory`` (or create it, starting at ``like``'s log start offset) with
-        ``like``'s config, topic id and offsets: a move's future log, then the moved log."""
+        ``like``'s config, topic id and offsets: a move's future log, then the moved log;
+        with ``recover``, a future log found at start, checked and cut as after a crash."""
         return PartitionLog(
             directory,
             like.config,
             like.topic_id,
             log_start_offset=like.log_start_offset,
-            recovery_point=like.log_end_offset,
+            recovery_point=0 if recover else like.log_end_offset,
             high_watermark=like.high_watermark,
-            clean_shutdown=True,
+            clean_shutdown=not recover,
             time_ms=self._time_ms,
             producer_id_expiration_ms=self._producer_id_expiration_ms,
         )

@@ -1,7 +1,8 @@
 """Moving a partition between a broker's two log directories while producers write:
 kafka-python's ``alter_replica_log_dirs`` and ``describe_log_dirs``, Kafka's
-kafka-reassign-partitions with ``log_dirs``, a SIGKILL in the middle of a move, and a
-follower in a three-broker ZooKeeper cluster whose log moves while it replicates.
+kafka-reassign-partitions with ``log_dirs``, a SIGKILL in the middle of a move (which
+resumes by itself after the restart), and a follower in a three-broker ZooKeeper cluster
+whose log moves while it replicates.
 
 The move is throttled (``replica.alter.log.dirs.io.max.bytes.per.second``) so that it
 lasts seconds on a log of a few MB: long enough to see it as a future replica, with no
@@ -11,6 +12,7 @@ assumption about how fast anything else runs.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -106,16 +108,24 @@ class Writer:
         assert self.errors == []
 
 
+def replicas(admin: KafkaAdminClient, topic: str) -> Iterator[tuple[str, dict]]:
+    """(directory, DescribeLogDirs entry) of every replica of the topic's partition 0."""
+    (broker,) = admin.describe_log_dirs()
+    for d in broker["log_dirs"]:
+        for t in d["topics"]:
+            if t["name"] == topic:
+                for p in t["partitions"]:
+                    yield d["log_dir"], p
+
+
 def placement(admin: KafkaAdminClient, topic: str) -> set[tuple[str, bool]]:
     """(directory, is future) of every replica of the topic's partition 0 on the broker."""
-    (broker,) = admin.describe_log_dirs()
-    return {
-        (d["log_dir"], p["is_future_key"])
-        for d in broker["log_dirs"]
-        for t in d["topics"]
-        if t["name"] == topic
-        for p in t["partitions"]
-    }
+    return {(log_dir, p["is_future_key"]) for log_dir, p in replicas(admin, topic)}
+
+
+def future_size(admin: KafkaAdminClient, topic: str) -> int:
+    """Bytes the future replica of the topic's partition 0 holds, 0 when there is none."""
+    return sum(p["partition_size"] for _, p in replicas(admin, topic) if p["is_future_key"])
 
 
 def check_every_acked_record(broker: ManagedBroker, topic: str, writer: Writer) -> None:
@@ -165,7 +175,9 @@ def test_a_partition_moves_while_a_producer_writes(broker_factory, tmp_path) -> 
     assert "moving-0: log moved to" in broker.log_text()
 
 
-def test_a_kill_during_a_move_loses_no_acknowledged_record(broker_factory, tmp_path) -> None:
+def test_a_move_a_kill_interrupted_resumes_and_loses_no_acknowledged_record(
+    broker_factory, tmp_path
+) -> None:
     broker, dirs = two_dir_broker(broker_factory, tmp_path)
     create_topic(broker.bootstrap, "killed", {})
     preload(broker.bootstrap, "killed")
@@ -173,19 +185,22 @@ def test_a_kill_during_a_move_loses_no_acknowledged_record(broker_factory, tmp_p
     ((source, _),) = placement(admin, "killed")
     target = next(str(d) for d in dirs if str(d) != source)
     writer = Writer(broker.bootstrap, "killed").start()
+    wait_until(lambda: writer.acked, "writes acknowledged before the kill")
     replica = TopicPartitionReplica("killed", 0, 0)
     assert admin.alter_replica_log_dirs({replica: target}) == {replica: NoError}
-    wait_until(lambda: (target, True) in placement(admin, "killed"), "the move is under way")
+    wait_until(lambda: future_size(admin, "killed") > 0, "the move has copied a first chunk")
     admin.close()
     broker.kill()
+    acked_before_restart = len(writer.acked)
     broker.start()
-    # The unfinished move was discarded: the partition is where it was, whole.
-    assert only_partition_dir(dirs, "killed") == Path(source)
+    # Nobody asks again: the move goes on from where the kill stopped it, and completes.
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
-    assert placement(admin, "killed") == {(source, False)}
-    # Asked again, the move completes.
-    assert admin.alter_replica_log_dirs({replica: target}) == {replica: NoError}
-    wait_until(lambda: placement(admin, "killed") == {(target, False)}, "the move", timeout=90)
+    wait_until(
+        lambda: placement(admin, "killed") == {(target, False)}, "the resumed move", timeout=90
+    )
+    resumed = re.search(r"killed-0: resuming the move to \S+ from offset (\d+)", broker.log_text())
+    assert resumed is not None and int(resumed[1]) > 0, "resumed, not copied again"
+    wait_until(lambda: len(writer.acked) > acked_before_restart, "writes after the restart")
     writer.stop()
     admin.close()
     check_every_acked_record(broker, "killed", writer)

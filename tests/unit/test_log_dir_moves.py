@@ -1,16 +1,19 @@
 """Moving a partition's log between log directories (``kpybroker.log.log_dir_moves``), on
 real files: what the moved log keeps, appends during the move, and what a restart makes of
-a move a crash interrupted."""
+a move a crash interrupted (resumed from its future log's end, recovered; copied again when
+the log diverged from it; completed when the swap had begun)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
 import time
 from pathlib import Path
 
 from kpybroker.log import log_dir_moves
 from kpybroker.log.log_manager import LogManager
+from kpybroker.log.metadata_files import write_partition_metadata
 from kpybroker.log.names import delete_dir_name, future_dir_name, special_dir_kind
 from kpybroker.log.partition_log import PartitionLog
 from kpybroker.protocol.records import NewRecord, build_batch
@@ -199,13 +202,100 @@ def crashed_mid_swap(tmp_path: Path, current_renamed: bool) -> tuple[Path, Path,
     return source, target, expected
 
 
-def test_a_restart_discards_an_unfinished_move(tmp_path) -> None:
-    source, target, expected = crashed_mid_swap(tmp_path, current_renamed=False)
+def interrupted_move(tmp_path: Path, *, diverge: bool = False) -> tuple[Path, Path, Path]:
+    """A log in ``a`` whose move to ``b`` a crash interrupted after 60 offsets (20 batches
+    in epoch 0): the future log is the files as they were then, and the current log went on
+    with 30 more offsets; with ``diverge``, after being truncated to 30 (a follower meeting
+    a new leader) in epoch 1. Returns the two directories and the future log's."""
+    source, target = tmp_path / "a", tmp_path / "b"
     logs = manager(source, target)
-    assert logs.log_dir_of("orders", 0) == source
-    assert stored_pairs(logs.get("orders", 0)) == expected
-    assert [p.name for p in target.iterdir() if p.is_dir()] == []
+    log = logs.get_or_create("orders", 0, TOPIC_ID)
+    fill(log, 20, epoch=0)
+    future_dir = target / future_dir_name("orders-0")
+    shutil.copytree(source / "orders-0", future_dir)  # open files: what a crash leaves
+    if diverge:
+        log.truncate_to(30)
+        fill(log, 20, epoch=1)
+    else:
+        fill(log, 10, epoch=0)
     logs.close()
+    return source, target, future_dir
+
+
+def contents(partition_dir: Path) -> tuple[list, list[tuple[int, int]]]:
+    """The records and leader epochs of a stopped broker's partition directory."""
+    log = PartitionLog(partition_dir, SMALL, clean_shutdown=True)
+    try:
+        return stored_pairs(log), log.epoch_cache.entries
+    finally:
+        log.close()
+
+
+def reopen_and_finish(source: Path, target: Path) -> tuple[int, list]:
+    """Restart on the two directories: the future log's end as loaded, and the partition's
+    records once the resumed move is done (in ``target``, with nothing left in ``source``)."""
+
+    async def restart() -> tuple[int, list]:
+        logs = manager(source, target)
+        ((_, _, move),) = logs.future_logs()
+        loaded_end = move.future.log_end_offset
+        await finish(logs)
+        assert logs.log_dir_of("orders", 0) == target
+        moved = stored_pairs(logs.get("orders", 0))
+        logs.close()
+        return loaded_end, moved
+
+    loaded_end, moved = asyncio.run(restart())
+    assert [p.name for p in source.iterdir() if p.is_dir()] == []
+    assert [p.name for p in target.iterdir() if p.is_dir()] == ["orders-0"]
+    return loaded_end, moved
+
+
+def test_a_restart_resumes_an_unfinished_move_from_its_end(tmp_path, caplog) -> None:
+    source, target, _ = interrupted_move(tmp_path)
+    expected, _ = contents(source / "orders-0")
+    caplog.set_level(logging.INFO, logger=log_dir_moves.__name__)
+    assert reopen_and_finish(source, target) == (60, expected)
+    assert "orders-0: resuming the move to" in caplog.text
+    assert f"{target} from offset 60" in caplog.text
+
+
+def test_a_torn_future_log_is_cut_at_its_last_whole_batch_and_resumed(tmp_path, caplog) -> None:
+    source, target, future_dir = interrupted_move(tmp_path)
+    with max(future_dir.glob("*.log")).open("ab") as torn:  # the write a crash interrupted
+        torn.write(bytes(batch(3))[:40])
+    expected, _ = contents(source / "orders-0")
+    caplog.set_level(logging.INFO, logger=log_dir_moves.__name__)
+    assert reopen_and_finish(source, target) == (60, expected)
+    assert f"{target} from offset 60" in caplog.text
+
+
+def test_a_future_log_the_current_log_diverged_from_is_copied_again(tmp_path, caplog) -> None:
+    source, target, _ = interrupted_move(tmp_path, diverge=True)
+    expected, epochs = contents(source / "orders-0")
+    caplog.set_level(logging.INFO, logger=log_dir_moves.__name__)
+    assert reopen_and_finish(source, target) == (60, expected)
+    assert "orders-0: restarting the move to" in caplog.text
+    assert contents(target / "orders-0") == (expected, epochs)
+    assert epochs == [(0, 0), (1, 30)]
+
+
+def test_a_future_log_of_another_topic_id_is_removed_at_start(tmp_path, caplog) -> None:
+    source, target, future_dir = interrupted_move(tmp_path)
+    write_partition_metadata(future_dir, bytes(range(1, 17)))  # another incarnation of the topic
+    expected, _ = contents(source / "orders-0")
+
+    async def restart() -> None:
+        logs = manager(source, target)
+        assert list(logs.future_logs()) == []
+        assert logs.log_dir_of("orders", 0) == source
+        assert stored_pairs(logs.get("orders", 0)) == expected
+        logs.close()
+
+    caplog.set_level(logging.WARNING, logger=LogManager.__module__)
+    asyncio.run(restart())
+    assert "a future log that cannot be loaded" in caplog.text
+    assert [p.name for p in target.iterdir() if p.is_dir()] == []
 
 
 def test_a_restart_completes_a_swap_the_crash_interrupted(tmp_path) -> None:
