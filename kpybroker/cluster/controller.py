@@ -275,7 +275,7 @@ class Controller:
                 learned = current() and self._learn(broker, broker_epoch, offline)
                 return
         finally:
-            if self._asked.get(broker) == broker_epoch:
+            if self.epoch == controller_epoch and self._asked.get(broker) == broker_epoch:
                 self._unanswered.discard(broker)
                 if learned or self._unclean_deferred:
                     self._unclean_deferred = False  # the pass sets it again if need be
