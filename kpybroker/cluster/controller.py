@@ -31,6 +31,18 @@ counts those replicas as dead: they leave the ISR, and leadership moves to
 another in-sync replica, as in Kafka's ``onReplicasBecomeOffline``. The
 broker's next registration (a restart: a new broker epoch) forgets them.
 
+Kafka's controller also sends LeaderAndIsr to every live broker when it is
+elected and to each broker that starts, and marks offline the replicas that
+answer KAFKA_STORAGE_ERROR. The equivalent here: a newly elected controller
+asks every registered broker, and then each new registration (a broker that
+starts, perhaps with a directory unusable since start-up), once. The questions
+run in the background, so that no election waits for a slow or dying broker;
+an answer with news brings a pass over everything. Until a broker has answered, no
+unclean election picks its replicas: an unclean leader whose replica turns out
+offline would leave the partition with an ISR of that replica alone, stuck even
+after the last in-sync replica returns. (A clean election may pick one of its
+replicas in the ISR; the answer moves leadership off it again, as in Kafka.)
+
 Fencing
 -------
 Each controller takes a new ``/controller_epoch`` when elected and writes it
@@ -108,6 +120,13 @@ class Controller:
         self.offline_replicas = offline_replicas
         #: broker -> (its broker epoch, its replicas in failed log directories)
         self._offline: dict[int, tuple[int, frozenset[TopicPartition]]] = {}
+        #: broker -> the broker epoch (registration) asked for its offline replicas
+        self._asked: dict[int, int] = {}
+        #: brokers asked whose answer has not come yet
+        self._unanswered: set[int] = set()
+        #: a pass held an unclean election back until such an answer
+        self._unclean_deferred = False
+        self._questions: set[asyncio.Task[None]] = set()
         self._log_dir_events = False
         self.epoch: int | None = None
         """The controller epoch while this broker is the active controller, else None."""
@@ -117,6 +136,11 @@ class Controller:
     @property
     def active(self) -> bool:
         return self.epoch is not None
+
+    @property
+    def offline(self) -> dict[int, frozenset[TopicPartition]]:
+        """The replicas this controller counts offline, per broker."""
+        return {broker: replicas for broker, (_, replicas) in self._offline.items()}
 
     def on_change(self, change: MetadataChange) -> None:
         """Metadata listener: any change may call for a pass (a config change may enable
@@ -178,11 +202,16 @@ class Controller:
                 log.info("broker %d is the controller (epoch %d)", self.broker_id, self.epoch)
                 self._pending = None
                 self._log_dir_events = True
+                self._offline.clear()
+                self._asked.clear()
+                self._unanswered.clear()
         if self.active:
             if self._log_dir_events:
                 self._log_dir_events = False
-                if await self._take_log_dir_events():
-                    self._pending = None
+                for broker in await self.cluster.take_log_dir_events():
+                    self._ask(broker)
+            for broker in self.cluster.live_brokers():
+                self._ask(broker, only_new=True)
             scope, self._pending = self._pending, set()
             try:
                 await self._apply(self._reconcile(scope))
@@ -198,30 +227,84 @@ class Controller:
 
     # -- failed log directories ----------------------------------------------------------
 
-    async def _take_log_dir_events(self) -> bool:
-        """Learn the offline replicas of the brokers that sent log dir events; True if
-        any were learned."""
-        learned = False
-        for broker in await self.cluster.take_log_dir_events():
+    def _ask(self, broker: int, *, only_new: bool = False) -> None:
+        """Ask ``broker`` in the background which of its replicas are offline (after its
+        log dir event; with ``only_new``, only if its registration was not asked yet)."""
+        registration = self.cluster.live_brokers().get(broker)
+        if registration is None:
+            return  # gone: all its replicas count as dead anyway
+        if only_new and self._asked.get(broker) == registration.epoch:
+            return
+        self._asked[broker] = registration.epoch
+        self._unanswered.add(broker)
+        task = asyncio.get_running_loop().create_task(
+            self._question(broker, registration.epoch, self.epoch)
+        )
+        self._questions.add(task)
+        task.add_done_callback(self._questions.discard)
+
+    async def _question(self, broker: int, broker_epoch: int, controller_epoch: int) -> None:
+        """Ask until answered, while this controller and the broker's registration last
+        (a starting broker answers once it serves); learn the answer."""
+
+        def current() -> bool:
             registration = self.cluster.live_brokers().get(broker)
-            if registration is None:
-                continue  # gone: all its replicas count as dead anyway
-            assigned = [
-                (topic, pm.partition) for topic, pm in self._partitions() if broker in pm.replicas
-            ]
-            try:
-                offline = await self.offline_replicas(broker, assigned)
-            except (BrokerConnectionError, OSError, TimeoutError) as exc:
-                log.warning("asking broker %d for its offline replicas failed: %r", broker, exc)
-                continue
-            self._offline[broker] = (registration.epoch, offline)
-            learned = True
-            log.info(
-                "broker %d: replicas offline after a log directory failure: %s",
-                broker,
-                ", ".join(f"{t}-{p}" for t, p in sorted(offline)) or "(none)",
+            return (
+                self.epoch == controller_epoch
+                and registration is not None
+                and registration.epoch == broker_epoch
             )
-        return learned
+
+        failures = 0
+        learned = False
+        try:
+            while current():
+                assigned = [
+                    (topic, pm.partition)
+                    for topic, pm in self._partitions()
+                    if broker in pm.replicas
+                ]
+                try:
+                    offline = await self.offline_replicas(broker, assigned)
+                except (BrokerConnectionError, OSError, TimeoutError) as exc:
+                    failures += 1
+                    if failures == 1:
+                        log.info("asking broker %d for offline replicas: %r; retrying", broker, exc)
+                    await asyncio.sleep(self.settings.fetch_backoff_ms / 1000)
+                    continue
+                learned = current() and self._learn(broker, broker_epoch, offline)
+                return
+        finally:
+            if self.epoch == controller_epoch and self._asked.get(broker) == broker_epoch:
+                self._unanswered.discard(broker)
+                if learned or self._unclean_deferred:
+                    self._unclean_deferred = False  # the pass sets it again if need be
+                    self._pending = None
+                    self._wake.set()
+
+    def _learn(self, broker: int, broker_epoch: int, offline: frozenset[TopicPartition]) -> bool:
+        """Count ``offline`` among ``broker``'s offline replicas until it registers again;
+        True if any of them is news."""
+        epoch, known = self._offline.get(broker, (broker_epoch, frozenset()))
+        if epoch != broker_epoch:
+            known = frozenset()  # learned of its previous registration
+        if offline <= known:
+            return False
+        self._offline[broker] = (broker_epoch, known | offline)
+        log.info(
+            "broker %d: replicas offline after a log directory failure: %s",
+            broker,
+            ", ".join(f"{t}-{p}" for t, p in sorted(known | offline)),
+        )
+        return True
+
+    def _answered(self, replicas: Iterable[int]) -> bool:
+        """Whether every broker of ``replicas`` has told which of its replicas are offline
+        (if not, an unclean election among them waits for the answers)."""
+        if self._unanswered.isdisjoint(replicas):
+            return True
+        self._unclean_deferred = True
+        return False
 
     def _online(self, topic: str, partition: int, live: Collection[int]) -> Collection[int]:
         """The live brokers whose replica of the partition is not in a failed directory."""
@@ -281,7 +364,7 @@ class Controller:
                     pm.replicas,
                     pm.state,
                     self._online(topic, pm.partition, live),
-                    unclean_allowed(topic),
+                    unclean_allowed(topic) and self._answered(pm.replicas),
                     self.epoch,
                 )
                 why = "brokers changed"

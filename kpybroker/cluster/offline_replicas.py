@@ -1,13 +1,16 @@
-"""Which replicas of a broker are offline: asked by the controller after a log dir event.
+"""Which replicas of a broker are offline: asked by the controller after a log dir event,
+when it is elected, and when a broker registers.
 
-Kafka's ZooKeeper-mode controller answers a log dir event by sending the
-broker a LeaderAndIsr request for all its replicas and reading which ones
-come back with KAFKA_STORAGE_ERROR. Brokers here follow the state znodes
-instead of LeaderAndIsr, so the controller asks with DescribeLogDirs (all
-partitions): the broker's replicas in no online directory of the answer are
-offline when some directory reports KAFKA_STORAGE_ERROR. A replica still
-being created counts as offline too; it only leaves the ISR, and rejoins it
-as soon as it fetches, since its broker keeps following it.
+Kafka's ZooKeeper-mode controller sends the broker a LeaderAndIsr request for
+all its replicas (after a log dir event, at its election, at the broker's start)
+and reads which ones come back with KAFKA_STORAGE_ERROR. Brokers here follow
+the state znodes instead of LeaderAndIsr, so the controller asks with
+DescribeLogDirs: first for no partition, which only lists the directories (a
+small answer, and the only one while every directory is online); then, if some
+directory reports KAFKA_STORAGE_ERROR, for all partitions: the broker's replicas
+in no online directory of the answer are offline. A replica still being created
+counts as offline too; it only leaves the ISR, and rejoins it as soon as it
+fetches, since its broker keeps following it.
 """
 
 from __future__ import annotations
@@ -58,14 +61,24 @@ class OfflineReplicaQuery:
     async def __call__(
         self, broker: int, assigned: Iterable[TopicPartition]
     ) -> frozenset[TopicPartition]:
-        request = DescribeLogDirsRequest(topics=None)
+        directories = await self._describe(broker, DescribeLogDirsRequest(topics=[]))
+        if not any(r.error_code == ErrorCode.KAFKA_STORAGE_ERROR for r in directories.results):
+            return frozenset()
+        return offline_among(
+            await self._describe(broker, DescribeLogDirsRequest(topics=None)), assigned
+        )
+
+    async def _describe(
+        self, broker: int, request: DescribeLogDirsRequest
+    ) -> DescribeLogDirsResponse:
+        """The broker's answer; one refused (not authorized) counts as all dirs online."""
         response = await self._connections.request(broker, request, API_VERSION)
         if response.error_code != ErrorCode.NONE:
             log.warning(
                 "broker %d refused DescribeLogDirs: %s", broker, ErrorCode(response.error_code).name
             )
-            return frozenset()
-        return offline_among(response, assigned)
+            return DescribeLogDirsResponse(error_code=response.error_code, results=[])
+        return response
 
     def close(self) -> None:
         self._connections.close()

@@ -22,7 +22,8 @@ one partition of a WriteTxnMarkers request), acks=all.
 A log directory that fails (``log_dir_failure``) takes its partitions offline
 here: they stop being led or followed, answer KAFKA_STORAGE_ERROR, and are not
 made again elsewhere; the controller learns of it (``log_dir_events``) and
-moves their leadership to other replicas.
+moves their leadership to other replicas. A directory unusable since start-up
+does the same to the partitions whose logs could not be found.
 """
 
 from __future__ import annotations
@@ -102,6 +103,26 @@ class ReplicaManager:
         self._isr = IsrWriter(cluster, self.clock_ms)
         self._creator = LogCreator(logs, self._new_log, self._logs_created)
         logs.failures.add_listener(self._on_log_dir_failure)
+        self._offline_from_start()
+
+    def _offline_from_start(self) -> None:
+        """With a log directory unusable since start-up, every partition assigned here whose
+        log is in no online directory is offline: its log may be in that directory, and a
+        new empty one beside it would silently diverge from its data. Kafka's
+        ``getOrCreateLog`` refuses, as long as a directory is offline, to create a log
+        the controller did not mark new."""
+        offline_dirs = self._logs.failures.offline
+        if not offline_dirs:
+            return
+        for name, meta in self._cluster.topics().items():
+            for index, pm in meta.partitions.items():
+                if self.broker_id in pm.replicas and self._logs.get(name, index) is None:
+                    self.offline.add((name, index))
+        log.warning(
+            "Replicas offline since start-up, their log dirs %s being offline: %s",
+            ", ".join(map(str, sorted(offline_dirs))),
+            ", ".join(f"{t}-{p}" for t, p in sorted(self.offline)) or "(none)",
+        )
 
     async def stop(self) -> None:
         if self._creator is not None:
@@ -135,6 +156,7 @@ class ReplicaManager:
         for index, pm in changed:
             if self.broker_id not in pm.replicas:
                 self._creator.forget((name, index))
+                self.offline.discard((name, index))
                 if (gone := self.partitions.get((name, index))) is not None:
                     # Reassigned away: stop following and delete the replica, as
                     # Kafka's StopReplica with deletePartition does.
@@ -219,8 +241,9 @@ class ReplicaManager:
                 return True
             while checked < len(wanted):
                 pm = meta.partitions.get(wanted[checked])
+                tp = (name, wanted[checked])
                 mine = pm is not None and self.broker_id in pm.replicas
-                if mine and (name, wanted[checked]) not in self.partitions:
+                if mine and tp not in self.partitions and tp not in self.offline:
                     return False
                 checked += 1
             return True

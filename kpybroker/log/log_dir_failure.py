@@ -8,7 +8,8 @@ disk. So, as in Kafka, the first ``OSError`` of any file operation of a log
 directory offline: its partitions answer KAFKA_STORAGE_ERROR, its files are
 closed, its checkpoints are no longer written, and the partitions of the other
 directories serve on. The directory is loaded again, with the usual recovery,
-by the next start.
+by the next start. A directory that cannot be created, locked, validated or
+loaded at start-up is offline from the start, the same way.
 
 One kind of ``OSError`` is not the directory's fault: the process running out
 of file descriptors (EMFILE, ENFILE; clients' connections can take them). Kafka
@@ -52,13 +53,29 @@ class LogDirFailureChannel:
         """``what`` (e.g. "appending to t-0") failed in ``log_dir`` with ``exc``: take the
         directory offline, once; later reports about it are ignored. One ERROR line
         names the directory and the cause, without a traceback: the cause is the disk."""
+        self.take_offline(log_dir, f"Error while {what} in dir {log_dir}", exc)
+
+    def take_offline(self, log_dir: Path, message: str, exc: OSError) -> None:
+        """``fail`` with the ERROR line's own ``message`` (Kafka's wording at start-up:
+        "Error while loading log dir ...")."""
         if log_dir in self.offline:
             return
         if exc.errno in OUT_OF_DESCRIPTORS:
-            log.warning("Error while %s in dir %s: %s; will retry", what, log_dir, exc)
+            log.warning("%s: %s; will retry", message, exc)
             return
         self.offline.add(log_dir)
-        log.error("Error while %s in dir %s: %s; the directory goes offline", what, log_dir, exc)
+        log.error("%s: %s; the directory goes offline", message, exc)
         for listener in list(self._listeners):
             listener(log_dir)
         self._close_dir(log_dir)
+
+    def unusable_at_start(self, log_dir: Path, exc: OSError) -> None:
+        """``log_dir`` could not be created, locked or validated before anything was
+        opened in it or anyone listened: it only joins ``offline`` (Kafka's
+        ``createAndValidateLogDirs``), with one ERROR line."""
+        self.offline.add(log_dir)
+        log.error(
+            "Failed to create or validate data directory %s: %s; the directory goes offline",
+            log_dir,
+            exc,
+        )

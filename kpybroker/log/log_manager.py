@@ -17,13 +17,15 @@ compacted logs is then the cleaner's job, as in Kafka.
 
 A disk error in a directory takes it offline (``failures``, see
 ``log_dir_failure``): its logs are closed and forgotten, its checkpoints no
-longer written, and new partitions go to the directories still online. When
-none is left the broker halts, as Kafka does.
+longer written, and new partitions go to the directories still online. A
+directory that cannot be created, locked, validated or loaded at start-up is
+offline from the start. When none is left the broker halts, as Kafka does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import functools
 import logging
@@ -33,6 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from kpybroker.log.checkpoint import (
     CorruptCheckpointError,
@@ -150,14 +153,18 @@ class LogManager:
             ),
         ]
         self._next_run = [now + interval for _, _, interval in self._tasks]
+        self.cleaner: LogCleaner | None = None
         try:
             for log_dir in self.log_dirs:
-                log_dir.mkdir(parents=True, exist_ok=True)
-                self._lock(log_dir)
-                ensure_meta_properties(log_dir, broker_id, cluster_id)
+                self._prepare_dir(log_dir, broker_id, cluster_id)
+            if not self.online_dirs:
+                _halt(
+                    "Shutdown broker because none of the specified log dirs from "
+                    f"{', '.join(map(str, self.log_dirs))} can be created or validated"
+                )
             started = time.monotonic()
-            unfinished_moves = settle_future_dirs(self.log_dirs)
-            unclean = [d for d in self.log_dirs if not self._load_dir(d)]
+            unfinished_moves = settle_future_dirs(self.online_dirs)
+            unclean = [d for d in self.online_dirs if not self._load_or_fail(d)]
             log.info(
                 "Loaded %d logs in %.0f ms%s",
                 len(self.logs),
@@ -167,11 +174,10 @@ class LogManager:
         except BaseException:
             self._unlock()
             raise
-        self.cleaner: LogCleaner | None = None
         if self.settings.cleaner.enable:
             self.cleaner = LogCleaner(
                 self.settings.cleaner,
-                self.log_dirs,
+                self.online_dirs,
                 lambda: [(tp, plog, self._dir_of[tp]) for tp, plog in self.logs.items()],
                 time_ms,
                 self.fail_log,
@@ -182,6 +188,20 @@ class LogManager:
             self._resume_move(tp, future_dir)
 
     # -- startup ----------------------------------------------------------------------
+
+    def _prepare_dir(self, log_dir: Path, broker_id: int, cluster_id: str) -> None:
+        """Create, check, lock and claim ``log_dir``. A disk error takes it offline from
+        the start (Kafka's ``createAndValidateLogDirs`` and ``lockLogDirs``); another
+        broker holding its lock, or another cluster's or broker's ``meta.properties``,
+        stops the start, as in Kafka."""
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            if not os.access(log_dir, os.R_OK | os.W_OK | os.X_OK):
+                raise OSError(errno.EACCES, "not a readable and writable directory")
+            self._lock(log_dir)
+            ensure_meta_properties(log_dir, broker_id, cluster_id)
+        except OSError as exc:
+            self.failures.unusable_at_start(log_dir, exc)
 
     def _lock(self, log_dir: Path) -> None:
         fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -196,6 +216,15 @@ class LogManager:
         for fd in self._locks:
             os.close(fd)
         self._locks = []
+
+    def _load_or_fail(self, log_dir: Path) -> bool:
+        """``_load_dir``; a disk error takes the directory offline, closing the logs it
+        loaded (Kafka's ``loadLogs``). True if it was shut down cleanly or failed."""
+        try:
+            return self._load_dir(log_dir)
+        except OSError as exc:
+            self.failures.take_offline(log_dir, f"Error while loading log dir {log_dir}", exc)
+            return True
 
     def _load_dir(self, log_dir: Path) -> bool:
         """Open every partition log of ``log_dir``; True if it was shut down cleanly."""
@@ -438,8 +467,11 @@ class LogManager:
         (Kafka's ``maybeAddLogDirFetchers``). The future log is recovered in full, as a log
         after a crash: nothing says how much of it was flushed. One that cannot be opened
         (a disk error, another topic id, an unreadable ``partition.metadata``) is deleted,
-        and the partition stays where it is."""
-        current = self.logs[tp]
+        and the partition stays where it is. A move whose current log or target directory
+        went offline while loading waits for the next start."""
+        current = self.logs.get(tp)
+        if current is None or future_dir.parent not in self.online_dirs:
+            return
         try:
             future = self._open_like(future_dir, current, recover=True)
         except (OSError, KafkaError, InconsistentMetadataError) as exc:
@@ -613,12 +645,10 @@ class LogManager:
             log_dir,
         )
         if not self.online_dirs:
-            log.error(
-                "Shutdown broker because all log dirs in %s have failed",
-                ", ".join(map(str, self.log_dirs)),
+            _halt(
+                "Shutdown broker because all log dirs in "
+                f"{', '.join(map(str, self.log_dirs))} have failed"
             )
-            logging.shutdown()
-            os._exit(1)
 
     # -- shutdown ---------------------------------------------------------------------
 
@@ -652,6 +682,14 @@ class LogManager:
                     log.exception("writing the clean shutdown marker in %s failed", log_dir)
         self._unlock()
         log.info("log manager closed (%d partition(s))", len(self.logs))
+
+
+def _halt(message: str) -> NoReturn:
+    """No log directory is left to serve from: exit at once with status 1, as Kafka's
+    ``Exit.halt(1)`` (nothing more is written anywhere)."""
+    log.error(message)
+    logging.shutdown()
+    os._exit(1)
 
 
 def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:

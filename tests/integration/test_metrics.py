@@ -35,10 +35,10 @@ def broker(broker_factory: BrokerFactory) -> ManagedBroker:
 
 
 def metrics_url(broker: ManagedBroker) -> str:
-    """The endpoint, from the line the broker logs before it is ready."""
-    match = SERVING.search(broker.log_text())
-    assert match, "no 'metrics.listeners: serving HTTP on' line"
-    return match.group("url") + "/metrics"
+    """The endpoint, from the line the broker logs before it is ready (its last run's)."""
+    matches = list(SERVING.finditer(broker.log_text()))
+    assert matches, "no 'metrics.listeners: serving HTTP on' line"
+    return matches[-1].group("url") + "/metrics"
 
 
 def scrape(url: str) -> Samples:

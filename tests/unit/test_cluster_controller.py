@@ -16,7 +16,13 @@ from kpybroker.cluster.controller import Controller, NotControllerError
 from kpybroker.cluster.offline_replicas import OfflineReplicas, TopicPartition
 from kpybroker.cluster.replication_settings import ReplicationSettings
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
-from kpybroker.metadata.model import ChangeKind, Endpoint, MetadataChange, PartitionState
+from kpybroker.metadata.model import (
+    NO_LEADER,
+    ChangeKind,
+    Endpoint,
+    MetadataChange,
+    PartitionState,
+)
 from kpybroker.protocol.errors import ErrorCode
 from tests.helpers.metadata_backends import Backend, scenario
 from tests.helpers.waiting import eventually
@@ -38,11 +44,14 @@ class Node:
 
 
 def offline_replicas(
-    offline: Mapping[int, Collection[TopicPartition]],
+    offline: Mapping[int, Collection[TopicPartition]], asked: list[int] | None = None
 ) -> OfflineReplicas:
-    """What each broker would answer the controller's DescribeLogDirs with."""
+    """What each broker would answer the controller's DescribeLogDirs with; the brokers
+    asked are appended to ``asked``."""
 
     async def ask(broker: int, assigned: Iterable[TopicPartition]) -> frozenset[TopicPartition]:
+        if asked is not None:
+            asked.append(broker)
         return frozenset(assigned) & frozenset(offline.get(broker, ()))
 
     return ask
@@ -53,12 +62,13 @@ async def start_node(
     broker_id: int,
     unclean: bool = False,
     offline: Mapping[int, Collection[TopicPartition]] | None = None,
+    asked: list[int] | None = None,
 ) -> Node:
     cluster = ClusterMetadata(await backend.connect())
     await cluster.start()
     await cluster.register_broker(broker_id, PLAINTEXT)
     controller = Controller(
-        broker_id, cluster, SETTINGS, lambda topic: unclean, offline_replicas(offline or {})
+        broker_id, cluster, SETTINGS, lambda topic: unclean, offline_replicas(offline or {}, asked)
     )
     cluster.add_listener(controller.on_change)
     await controller.start()
@@ -122,6 +132,57 @@ async def test_a_log_dir_event_moves_leadership_off_the_offline_replicas(backend
     await eventually(lambda: state(nodes[0], "t", 1).leader == 0)
     assert state(nodes[0], "t", 1) == PartitionState(0, 2, (0,), 1)
     for node in nodes[:2]:
+        await node.kill()
+
+
+@scenario
+async def test_a_new_controller_asks_the_brokers_for_their_offline_replicas(
+    backend: Backend,
+) -> None:
+    """Broker 1's replica of t-0 went offline (log dir event), then the controller died: its
+    successor asks every live broker, and no unclean election picks broker 1's offline
+    replica when broker 2, the last in-sync one, dies too (before the answer, it waits)."""
+    offline = {1: [("t", 0)]}
+    nodes = [await start_node(backend, i, unclean=True, offline=offline) for i in range(3)]
+    await nodes[0].cluster.create_topic("t", {0: [1, 2, 0]})
+    await eventually(lambda: state(nodes[1], "t", 0) is not None)
+    await nodes[1].cluster.propagate_log_dir_event(1)
+    await eventually(lambda: state(nodes[1], "t", 0).leader == 2)
+    await nodes[0].kill()
+    await eventually(lambda: state(nodes[1], "t", 0).isr == (2,))
+    await eventually(lambda: any(n.controller.offline == {1: {("t", 0)}} for n in nodes[1:]))
+    await nodes[2].kill()  # whichever was controller: broker 1 is the last one
+    await eventually(lambda: nodes[1].controller.offline == {1: {("t", 0)}})
+    await eventually(lambda: state(nodes[1], "t", 0).leader != 2)
+    assert state(nodes[1], "t", 0).leader == NO_LEADER
+    assert state(nodes[1], "t", 0).isr == (2,)  # broker 2 leads again when it returns
+    await nodes[1].kill()
+
+
+@scenario
+async def test_a_broker_that_registers_is_asked_for_its_offline_replicas(
+    backend: Backend,
+) -> None:
+    """Broker 1 starts with t-0's log dir unusable: the controller asks it once, at its
+    registration, and its offline replica is then never elected, not even uncleanly. In
+    the steady state nobody is asked."""
+    asked: list[int] = []
+    offline = {1: [("t", 0)]}
+    nodes = [
+        await start_node(backend, i, unclean=True, offline=offline, asked=asked) for i in (0, 2)
+    ]
+    await nodes[0].cluster.create_topic("t", {0: [1, 2]})
+    await eventually(lambda: state(nodes[0], "t", 0) is not None)
+    assert state(nodes[0], "t", 0).leader == 2
+    nodes.append(await start_node(backend, 1, unclean=True, offline=offline, asked=asked))
+    await eventually(lambda: nodes[0].controller.offline == {1: {("t", 0)}})
+    await nodes[0].cluster.create_topic("u", {0: [0, 1, 2]})
+    await eventually(lambda: state(nodes[0], "u", 0) is not None)
+    assert sorted(asked) == [0, 1, 2]  # each registration once
+    await nodes[1].kill()  # broker 2
+    await eventually(lambda: state(nodes[0], "t", 0).leader != 2)
+    assert state(nodes[0], "t", 0).leader == NO_LEADER
+    for node in (nodes[0], nodes[2]):
         await node.kill()
 
 

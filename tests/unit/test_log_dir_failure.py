@@ -66,3 +66,57 @@ def test_running_out_of_descriptors_is_not_the_disks_fault(tmp_path: Path) -> No
     logs.failures.fail(tmp_path, "rolling t-0", OSError(errno.EMFILE, "Too many open files"))
     assert logs.online_dirs == [tmp_path]
     logs.close()
+
+
+def error_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+
+
+def test_a_dir_that_cannot_be_created_is_offline_from_the_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kafka's ``createAndValidateLogDirs``: the broker starts on the other dirs."""
+    good = tmp_path / "good"
+    first = manager(good)
+    first.get_or_create("t", 0, None)
+    first.close()
+    bad = tmp_path / "bad"
+    bad.write_text("a file, not a directory")
+
+    with caplog.at_level(logging.ERROR):
+        logs = manager(bad, good)
+    [error] = error_lines(caplog)
+    assert error.startswith(f"Failed to create or validate data directory {bad}: [Errno 17]")
+    assert error.endswith("; the directory goes offline")
+    assert logs.failures.offline == {bad}
+    assert logs.online_dirs == [good]
+    assert logs.get("t", 0) is not None  # the good dir's logs are loaded
+    logs.get_or_create("t", 1, None)
+    assert logs.log_dir_of("t", 1) == good  # new partitions go to the dirs online
+    logs.close()
+    assert (good / ".kafka_cleanshutdown").exists()
+
+
+def test_a_dir_whose_logs_cannot_be_loaded_goes_offline(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kafka's ``loadLogs``: an I/O error while loading a dir takes it offline; none of
+    its logs is served."""
+    bad, good = tmp_path / "bad", tmp_path / "good"
+    first = manager(bad, good)
+    first.get_or_create("t", 0, None)
+    first.get_or_create("t", 1, None)
+    assert first.log_dir_of("t", 0) == bad
+    first.close()
+    # The clean shutdown marker cannot be taken: removing a directory with unlink fails.
+    (bad / ".kafka_cleanshutdown").unlink()
+    (bad / ".kafka_cleanshutdown").mkdir()
+
+    with caplog.at_level(logging.ERROR):
+        logs = manager(bad, good)
+    [error] = error_lines(caplog)
+    assert error.startswith(f"Error while loading log dir {bad}: [Errno 21]"), error
+    assert logs.online_dirs == [good]
+    assert logs.get("t", 0) is None and logs.log_dir_of("t", 0) is None
+    assert logs.get("t", 1) is not None
+    logs.close()
