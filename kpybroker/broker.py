@@ -57,6 +57,7 @@ from kpybroker.security.scram_users import credential_lookup
 from kpybroker.server.acceptor import Acceptor
 from kpybroker.server.connection import ListenerSettings
 from kpybroker.server.connection_gate import ConnectionGate
+from kpybroker.server.heap_freezer import HeapFreezer
 from kpybroker.server.idle_connections import close_idle_connections
 from kpybroker.server.listener import bound_port, start_listener
 from kpybroker.server.request_budget import RequestBudget
@@ -435,11 +436,14 @@ class Broker:
         self.tasks.append(asyncio.create_task(work, name=name))
 
     async def housekeeping(self) -> None:
-        """Checkpoints, flushes and retention at their configured intervals (LogManager decides)."""
+        """Checkpoints, flushes and retention at their configured intervals (LogManager
+        decides); the long-lived heap frozen as partitions come and go."""
+        heap = HeapFreezer()
         while True:
             await asyncio.sleep(HOUSEKEEPING_INTERVAL_S)
             try:
                 self.logs.periodic()
+                heap.settle(len(self.logs.logs))
             except Exception:
                 log.exception("housekeeping failed; will retry")
 
