@@ -453,8 +453,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               doc="Kafka 3.x: convert batches to old formats for old fetchers. kpybroker serves "
                   "format v2 only."),
     ConfigKey("num.recovery.threads.per.data.dir", INT, 2, HIGH, valid=Range(1), mode=CLUSTER_WIDE,
-              doc="Threads per data directory that recover logs at start and flush them at "
-                  "shutdown."),
+              enforced=True,
+              doc="Threads per data directory that flush and close the logs at a clean "
+                  "shutdown (Kafka recovers logs at start with them too; kpybroker loads "
+                  "them in one thread). Read at start."),
     ConfigKey("log.dir.failure.timeout.ms", LONG, 30_000, LOW, valid=Range(1),
               doc="How long a broker keeps running after failing to report a broken log "
                   "directory."),

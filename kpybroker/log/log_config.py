@@ -180,6 +180,8 @@ class LogManagerConfig:
     alter_log_dirs_max_bytes_per_second: int = _config(
         "replica.alter.log.dirs.io.max.bytes.per.second", LONG_MAX
     )
+    #: Threads per log directory that flush and close the logs at a clean shutdown.
+    recovery_threads_per_data_dir: int = _config("num.recovery.threads.per.data.dir", 2)
     cleaner: CleanerConfig = CleanerConfig()
 
     @classmethod

@@ -370,7 +370,7 @@ class ProducerStateManager:
         Written when a segment rolls (unsynced: the CRC catches a torn file, and
         the state can be rebuilt from the log) and on clean shutdown (synced).
         """
-        if offset == self.last_snapshot_offset:
+        if offset in (self.last_snapshot_offset, 0):  # 0: no record ever, no state
             return
         atomic_write(
             self.snapshot_path(offset), encode_snapshot(self.producers.values()), sync=sync

@@ -477,6 +477,10 @@ class Segment:
         """Make the batches durable: fdatasync (data and size; the mtime can wait), then the
         indexes if they changed."""
         self.log_file.sync(data_only=True)
+        self.flush_indexes()
+
+    def flush_indexes(self) -> None:
+        """fsync the indexes that changed since their last flush."""
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
