@@ -522,11 +522,13 @@ class LogManager:
         """
         now = self._time_ms() if now_ms is None else now_ms
         self._take_checkpoint_failures()
-        for tp, partition_log in self:
-            if partition_log.maintenance_due:
-                self._guarded(
-                    tp, partition_log, "flushing", functools.partial(partition_log.maintain, now)
-                )
+        # One pass over every log each second: kept to a comprehension of a cheap property
+        # (100,000 partitions cost tens of milliseconds), the work done after it.
+        due = [(tp, plog) for tp, plog in self.logs.items() if plog.maintenance_due]
+        for tp, partition_log in due:
+            self._guarded(
+                tp, partition_log, "flushing", functools.partial(partition_log.maintain, now)
+            )
         for i, (_, task, interval) in enumerate(self._tasks):
             if now < self._next_run[i]:
                 continue
