@@ -17,7 +17,6 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import kpybroker.apis  # noqa: F401  (registers every handler)
 from kpybroker.apis.support.context import Services
 from kpybroker.apis.support.metadata_answers import TopicAnswers
 from kpybroker.cluster.controller import Controller

@@ -1,5 +1,8 @@
 """ApiVersions (key 18): the API keys and version ranges this broker implements.
 
+They come from the API index (``support/api_index.py``), not from the handlers, which
+are imported at their APIs' first requests, after ApiVersions has been answered.
+
 v0-2 have an empty request; v3 added the client's software name and version
 (checked against Kafka's pattern, INVALID_REQUEST otherwise) and made the
 message flexible and added the features; v4 only lets features with a
@@ -24,7 +27,7 @@ and ConsumerGroupDescribe are advertised too; and ``share.version`` (levels
 setting (1, as a new Kafka 4.2+ cluster has it): the share group APIs
 (ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the
 share group offset APIs) are advertised while share groups are on
-(``share_group.share_groups_enabled``). A level of 0 is not listed as
+(``support.features.share_groups_enabled``). A level of 0 is not listed as
 finalized, as in Kafka.
 """
 
@@ -32,15 +35,16 @@ from __future__ import annotations
 
 import re
 
-from kpybroker.apis.consumer_group import consumer_protocol_enabled
-from kpybroker.apis.share_group import (
+from kpybroker.apis.support.api_index import API_INDEX
+from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.features import (
     SHARE_VERSION,
     SHARE_VERSION_LEVELS,
+    consumer_protocol_enabled,
     share_groups_enabled,
     share_version,
 )
-from kpybroker.apis.support.context import RequestContext
-from kpybroker.apis.support.registry import REGISTRY, api
+from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.protocol.messages import api_versions
 from kpybroker.protocol.messages.api_versions import (
@@ -77,9 +81,9 @@ SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 90, 91, 92})
 
 def advertised_versions(excluded: frozenset[int] = frozenset()) -> list[ApiVersion]:
     return [
-        ApiVersion(spec.key, spec.advertised_min, spec.max_version)
-        for spec in sorted(REGISTRY.values(), key=lambda s: s.key)
-        if spec.key not in excluded
+        ApiVersion(key, indexed.advertised_min, indexed.max_version)
+        for key, indexed in sorted(API_INDEX.items())
+        if key not in excluded
     ]
 
 

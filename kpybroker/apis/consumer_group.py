@@ -22,6 +22,7 @@ from __future__ import annotations
 from kpybroker.apis.groups import caller_of
 from kpybroker.apis.support.authorization import may_read_group
 from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.features import consumer_protocol_enabled
 from kpybroker.apis.support.registry import api
 from kpybroker.coordinator.consumer_group_protocol import heartbeat_error
 from kpybroker.protocol.errors import ErrorCode
@@ -36,13 +37,6 @@ from kpybroker.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatResponse,
 )
 from kpybroker.security.acls.model import AclOperation, ResourceType
-
-CONSUMER_PROTOCOL = "consumer"
-REBALANCE_PROTOCOLS = "group.coordinator.rebalance.protocols"
-
-
-def consumer_protocol_enabled(ctx: RequestContext) -> bool:
-    return CONSUMER_PROTOCOL in ctx.services.config().get(REBALANCE_PROTOCOLS, ())
 
 
 @api(consumer_group_heartbeat, 0, 1)

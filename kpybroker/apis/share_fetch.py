@@ -8,7 +8,7 @@ Every fetch reads all of the session's partitions. Acknowledgements of
 records acquired earlier ride on a ShareFetch, or come alone in a
 ShareAcknowledge; each is answered once persisted.
 
-Served only while share groups are on (``share_group.share_groups_enabled``), else
+Served only while share groups are on (``support.features.share_groups_enabled``), else
 UNSUPPORTED_VERSION, as Kafka answers with ``share.version`` 0.
 
 Versions: both APIs start at 1 (Kafka 4.1's stable form: ``max_records`` and
@@ -32,8 +32,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kpybroker.apis.share_group import share_groups_enabled, valid_member_id
+from kpybroker.apis.share_group import valid_member_id
 from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.features import share_groups_enabled
 from kpybroker.apis.support.leadership import HINTED_ERRORS, leader_endpoints
 from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode, default_message

@@ -27,6 +27,7 @@ from __future__ import annotations
 from kpybroker.apis.groups import caller_of
 from kpybroker.apis.support.authorization import may_read_group
 from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.features import share_groups_enabled
 from kpybroker.apis.support.registry import api
 from kpybroker.coordinator.share_group_protocol import heartbeat_error
 from kpybroker.protocol.errors import ErrorCode
@@ -42,10 +43,6 @@ from kpybroker.protocol.messages.share_group_heartbeat import (
 )
 from kpybroker.security.acls.model import AclOperation, ResourceType
 
-SHARE_VERSION = "share.version"
-SHARE_GROUP_ENABLE = "group.share.enable"
-#: The levels of ``share.version`` this broker implements (1: KIP-932's share groups).
-SHARE_VERSION_LEVELS = (0, 1)
 UNAUTHORIZED_TOPICS = (
     "The group has described topic(s) that the client is not authorized to describe."
 )
@@ -53,20 +50,10 @@ UNAUTHORIZED_TOPICS = (
 MAX_MEMBER_ID_LENGTH = 36
 
 
-def share_version(ctx: RequestContext) -> int:
-    """The finalized level of the ``share.version`` feature."""
-    return int(ctx.services.config().get(SHARE_VERSION) or 0)
-
-
 def valid_member_id(member_id: str | None) -> bool:
     """Kafka's ``KafkaApis.isMemberIdValid``, for ShareGroupHeartbeat, ShareFetch and
     ShareAcknowledge: present, not empty, at most 36 characters (a blank one passes)."""
     return bool(member_id) and len(member_id) <= MAX_MEMBER_ID_LENGTH
-
-
-def share_groups_enabled(ctx: RequestContext) -> bool:
-    """Kafka's ``isShareGroupProtocolEnabled``."""
-    return bool(ctx.services.config().get(SHARE_GROUP_ENABLE)) or share_version(ctx) >= 1
 
 
 @api(share_group_heartbeat, 1, 1)

@@ -11,7 +11,7 @@ already delivered; -1 while unknown). A group's ``topics`` null asks for every
 partition with share state. Alter and Delete need an empty group
 (NON_EMPTY_GROUP); Alter creates the group if needed. All three are flexible.
 
-Served only while share groups are on (``share_group.share_groups_enabled``),
+Served only while share groups are on (``support.features.share_groups_enabled``),
 else UNSUPPORTED_VERSION. Authorization, as Kafka's request handler:
 
 - Describe: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for that group);
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import asyncio
 
-from kpybroker.apis.share_group import share_groups_enabled
 from kpybroker.apis.support.context import RequestContext
+from kpybroker.apis.support.features import share_groups_enabled
 from kpybroker.apis.support.registry import api
 from kpybroker.protocol.errors import ErrorCode, default_message
 from kpybroker.protocol.messages import (

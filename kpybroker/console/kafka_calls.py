@@ -20,8 +20,9 @@ import functools
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from kpybroker.apis import all_apis
 from kpybroker.apis.support.context import RequestContext, Services
-from kpybroker.apis.support.registry import REGISTRY, ApiSpec
+from kpybroker.apis.support.registry import ApiSpec
 from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
 
 CLIENT_ID = "kpybroker-console"
@@ -39,7 +40,7 @@ KafkaCallsAs = Callable[[KafkaPrincipal, str], KafkaCalls]
 
 @functools.cache
 def _specs() -> dict[type, ApiSpec]:
-    return {spec.request_class: spec for spec in REGISTRY.values()}
+    return {spec.request_class: spec for spec in all_apis().values()}
 
 
 class InProcessKafka:

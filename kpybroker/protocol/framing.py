@@ -8,7 +8,9 @@ server, tests and tools all share the same code path.
 from __future__ import annotations
 
 import struct
+import sys
 import threading
+from types import ModuleType
 from typing import Any, NamedTuple, Protocol
 
 from kpybroker.protocol._codec import (
@@ -19,7 +21,7 @@ from kpybroker.protocol._codec import (
     read_uvarint,
     skip_tagged_field,
 )
-from kpybroker.protocol.messages import SCHEMAS
+from kpybroker.protocol.messages import FLEXIBLE_FROM
 
 _HEADER_FIXED = struct.Struct(">hhi")
 API_VERSIONS_KEY = 18
@@ -187,10 +189,8 @@ class RequestHeader(NamedTuple):
 
 
 def request_is_flexible(api_key: int, api_version: int) -> bool:
-    schema = SCHEMAS.get(api_key)
-    if schema is None or schema.FLEXIBLE_FROM is None:
-        return False
-    return api_version >= schema.FLEXIBLE_FROM
+    flexible_from = FLEXIBLE_FROM.get(api_key)
+    return flexible_from is not None and api_version >= flexible_from
 
 
 def peek_api(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
@@ -238,7 +238,7 @@ def encode_request(
     request: Any, api_version: int, correlation_id: int, client_id: str | None
 ) -> bytes:
     """Encode a whole request frame; used by tests, tools and the replica fetcher."""
-    api_key = SCHEMAS_BY_CLASS[type(request)]
+    api_key = schema_of(request).API_KEY
     header = bytearray(_HEADER_FIXED.pack(api_key, api_version, correlation_id))
     if client_id is None:
         header += b"\xff\xff"
@@ -256,8 +256,8 @@ def decode_response(frame: bytes | bytearray | memoryview, request: Any, api_ver
 
     Returns ``(correlation_id, response)``.
     """
-    api_key = SCHEMAS_BY_CLASS[type(request)]
-    module = SCHEMAS[api_key]
+    module = schema_of(request)
+    api_key = module.API_KEY
     (correlation_id,) = I32.unpack_from(frame, 0)
     pos = 4
     if api_key != API_VERSIONS_KEY and request_is_flexible(api_key, api_version):
@@ -270,6 +270,6 @@ def decode_response(frame: bytes | bytearray | memoryview, request: Any, api_ver
     return correlation_id, response
 
 
-SCHEMAS_BY_CLASS = {
-    getattr(module, module.NAME + "Request"): key for key, module in SCHEMAS.items()
-}
+def schema_of(request: Any) -> ModuleType:
+    """The generated module of ``request``'s class: its API key, name and classes."""
+    return sys.modules[type(request).__module__]

@@ -16,9 +16,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from kpybroker.apis import all_apis
 from kpybroker.apis.support.context import RequestContext, Services
 from kpybroker.apis.support.metadata_answers import TopicAnswers
-from kpybroker.apis.support.registry import REGISTRY
 from kpybroker.cluster.replica_manager import LeaderHint
 from kpybroker.cluster.view import BrokerAddress
 from kpybroker.config import BrokerConfig
@@ -419,7 +419,7 @@ def call(
 ) -> Any:
     """Run the handler registered for ``request``'s API at ``version``, as dispatch does,
     and return the response as the client decodes it (None when there is no answer)."""
-    spec = next(s for s in REGISTRY.values() if isinstance(request, s.request_class))
+    spec = next(s for s in all_apis().values() if isinstance(request, s.request_class))
     assert spec.accepts(version), f"{spec.name} v{version} is not served"
     ctx = RequestContext(
         services_,

@@ -11,7 +11,7 @@ import re
 import pytest
 from confluent_kafka import Producer
 
-from kpybroker.apis import REGISTRY
+from kpybroker.apis import all_apis
 from kpybroker.config import TOPIC_CONFIGS
 from tests.helpers.brokers import ManagedBroker
 from tests.helpers.java import GET_OFFSET_SHELL, TOPIC_COMMAND
@@ -124,7 +124,7 @@ def test_configs_broker_default_and_per_broker(
 def test_broker_api_versions(module_broker: ManagedBroker, java_tool: ToolRunner) -> None:
     text = tool(java_tool, module_broker, API_VERSIONS_COMMAND).check().stdout
     assert f"{module_broker.bootstrap} (id: 0 rack: null" in text
-    for key, spec in REGISTRY.items():
+    for key, spec in all_apis().items():
         low, high = spec.advertised_min, spec.max_version
         line = f"{low} to {high}" if low != high else f"{high}"
         line += f" [usable: {high}]"

@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-import kpybroker.apis
-from kpybroker.apis.support.registry import REGISTRY
+from kpybroker.apis import all_apis, handler_modules
+from kpybroker.apis.support.api_index import API_INDEX
+from kpybroker.apis.support.registry import IndexedApi
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,5 +77,21 @@ def test_handlers_never_see_the_broker() -> None:
 
 
 def test_every_module_under_apis_registers_a_handler() -> None:
-    registering = {spec.handler.__module__.rsplit(".", 1)[1] for spec in REGISTRY.values()}
-    assert set(kpybroker.apis.HANDLER_MODULES) == registering
+    registering = {spec.handler.__module__.rsplit(".", 1)[1] for spec in all_apis().values()}
+    assert set(handler_modules()) == registering
+
+
+def test_the_api_index_is_what_the_handlers_register() -> None:
+    """ApiVersions advertises the index, and dispatch imports the module it names: both
+    must be the handlers' own ``@api`` declarations (``python scripts/gen_docs.py``)."""
+    registered = {
+        key: IndexedApi(
+            spec.name,
+            spec.handler.__module__.rsplit(".", 1)[1],
+            spec.min_version,
+            spec.max_version,
+            spec.advertised_min,
+        )
+        for key, spec in all_apis().items()
+    }
+    assert registered == API_INDEX

@@ -4,7 +4,8 @@ import asyncio
 
 import pytest
 
-from kpybroker.apis.support.registry import REGISTRY, CloseConnection
+from kpybroker.apis.support.api_index import API_INDEX
+from kpybroker.apis.support.registry import CloseConnection
 from kpybroker.protocol.framing import encode_request
 from kpybroker.protocol.messages.api_versions import ApiVersionsRequest
 from kpybroker.protocol.messages.produce import ProduceRequest
@@ -22,7 +23,7 @@ def test_too_new_api_versions_gets_a_v0_unsupported_version_answer() -> None:
     frame = bytearray(encode_request(ApiVersionsRequest(), 0, 9, "c"))
     frame[6:8] = (99).to_bytes(2, "big")
     parts = run(bytes(frame))
-    spec = REGISTRY[18]
+    spec = API_INDEX[18]
     expected = (
         bytes.fromhex("00000009 0023 00000001 0012")
         + spec.advertised_min.to_bytes(2, "big")
@@ -39,7 +40,7 @@ def test_unknown_api_key_closes_the_connection() -> None:
 
 
 def test_produce_below_v3_is_advertised_but_refused() -> None:
-    assert REGISTRY[0].advertised_min == 0
+    assert API_INDEX[0].advertised_min == 0
     frame = encode_request(ProduceRequest(acks=1, timeout_ms=100), 3, 1, "c")
     patched = bytearray(frame)
     patched[6:8] = (2).to_bytes(2, "big")

@@ -12,9 +12,9 @@ import asyncio
 import uuid
 from pathlib import Path
 
+from kpybroker.apis import all_apis
 from kpybroker.apis.api_versions import answer_before_authentication
 from kpybroker.apis.support.context import RequestContext
-from kpybroker.apis.support.registry import REGISTRY
 from kpybroker.cluster.controller import NotControllerError
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.messages import (
@@ -40,7 +40,7 @@ def test_api_versions_advertises_the_registry() -> None:
     )
     response = call(services(), request, 3)
     advertised = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert advertised == {key: (s.advertised_min, s.max_version) for key, s in REGISTRY.items()}
+    assert advertised == {key: (s.advertised_min, s.max_version) for key, s in all_apis().items()}
 
 
 def test_api_versions_v5_checks_the_cluster_and_node_it_names() -> None:
@@ -60,7 +60,7 @@ def test_api_versions_v5_checks_the_cluster_and_node_it_names() -> None:
         response = call(fake, request, version)
         return response.error_code, len(response.api_keys)
 
-    listed = len(REGISTRY)
+    listed = len(all_apis())
     assert ask(None, -1) == (ErrorCode.NONE, listed)
     assert ask(ours, node) == (ErrorCode.NONE, listed)
     assert ask("another-cluster", node) == (ErrorCode.REBOOTSTRAP_REQUIRED, 0)

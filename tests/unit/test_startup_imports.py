@@ -4,7 +4,9 @@
 14 MB of memory and 30 ms of startup; the modules that use them import them where they are
 used. The generated encoders and decoders (``kpybroker.protocol.messages.codecs``) are three
 quarters of the generated code: each is imported at its messages' first encode or decode.
-These tests keep a module-level import from creeping back in.
+The request handlers (``kpybroker.apis``) are imported at their API's first request, and
+the message classes at their first use. These tests keep a module-level import from
+creeping back in.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ SECURITY_ONLY = ("cryptography", "jwt", "urllib.request", "http.client")
 #: ``__init__`` imports (kpybroker.protocol.crc imports it at the first CRC).
 NOT_AT_START = ("kazoo", "crc32c", "importlib.metadata")
 CODECS = "kpybroker.protocol.messages.codecs."
+#: What answering ApiVersions, the first request of every connection, needs of ``apis``.
+APIS_AT_START = {"api_versions", "support"}
 
 
 def modules_loaded_by_the_broker_command() -> set[str]:
@@ -39,3 +43,16 @@ def test_starting_the_broker_loads_no_zookeeper_client_nor_crc_library() -> None
 def test_starting_the_broker_loads_no_message_codecs() -> None:
     loaded = modules_loaded_by_the_broker_command()
     assert sorted(m for m in loaded if m.startswith(CODECS)) == []
+
+
+def test_starting_the_broker_loads_no_handler_but_api_versions() -> None:
+    loaded = modules_loaded_by_the_broker_command()
+    handlers = {m.split(".")[2] for m in loaded if m.startswith("kpybroker.apis.")}
+    assert handlers == APIS_AT_START
+
+
+def test_starting_the_broker_loads_no_message_classes_of_admin_apis() -> None:
+    """The admin APIs' message classes, which nothing but their handlers uses."""
+    loaded = modules_loaded_by_the_broker_command()
+    admin = ("create_topics", "describe_configs", "describe_acls", "elect_leaders")
+    assert {f"kpybroker.protocol.messages.{name}" for name in admin} & loaded == set()

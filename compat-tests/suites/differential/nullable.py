@@ -151,7 +151,7 @@ NOT_ON_ONE_NODE: dict[tuple[str, str], str] = {
 def nullable_fields(apis: Any) -> Iterator[tuple[str, str]]:
     """(API, field path) of every nullable response field in the versions each API serves.
 
-    ``apis`` is kpybroker's handler registry (``REGISTRY.values()``).
+    ``apis`` is kpybroker's handler registry (``all_apis().values()``).
     """
     for spec in apis:
         module = spec.request_class.__module__.rsplit(".", 1)[1]

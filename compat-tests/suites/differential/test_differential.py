@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import kpybroker.apis  # noqa: F401  (registers the handlers)
-from kpybroker.apis.support.registry import REGISTRY
+from kpybroker.apis import all_apis
 
 from . import (  # noqa: F401  (register the scenarios)
     authentication,
@@ -103,7 +102,7 @@ def test_same_as_kafka(scenario: str, request: pytest.FixtureRequest) -> None:
 
 def test_every_nullable_field_is_compared() -> None:
     """Each nullable response field of every served version has a scenario (nullable.py)."""
-    wanted = set(nullable_fields(REGISTRY.values()))
+    wanted = set(nullable_fields(all_apis().values()))
     listed = set(NULLABLE) | set(NOT_ON_ONE_NODE)
     assert not wanted - listed, f"nullable fields no scenario compares: {sorted(wanted - listed)}"
     assert not listed - wanted, f"listed fields that are not nullable: {sorted(listed - wanted)}"

@@ -1,8 +1,11 @@
-"""The table of implemented APIs, filled in by the handler modules.
+"""The table of implemented APIs, filled in by the handler modules as they are imported.
 
 Each handler module declares, beside its handler, the versions it implements
-with ``@api(...)``. ApiVersions is answered from this table, so what is
-advertised cannot drift from what is implemented.
+with ``@api(...)``. A handler module is imported at the first request of its
+API, so that a start loads none it does not need; ApiVersions answers from
+``api_index.API_INDEX`` instead, an :class:`IndexedApi` per API that
+``scripts/gen_docs.py`` writes from this table (and checks, with every handler
+imported), so what is advertised cannot drift from what is implemented.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from kpybroker.apis.support.context import RequestContext
 
@@ -32,6 +35,18 @@ class ApiSpec:
         return self.min_version <= version <= self.max_version
 
 
+class IndexedApi(NamedTuple):
+    """What ApiVersions advertises of an API and where its handler is, known without
+    importing the handler."""
+
+    name: str
+    module: str
+    min_version: int
+    max_version: int
+    advertised_min: int
+
+
+#: The APIs whose handler module has been imported, by key.
 REGISTRY: dict[int, ApiSpec] = {}
 
 

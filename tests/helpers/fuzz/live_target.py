@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from kpybroker.apis import REGISTRY
+from kpybroker.apis import all_apis
 from kpybroker.protocol._codec import read_uvarint, skip_tagged_field
 from kpybroker.protocol.framing import (
     API_VERSIONS_KEY,
@@ -73,7 +73,7 @@ def live_pairs() -> list[tuple[int, int]]:
     """Every (API key, version) the broker serves."""
     return [
         (key, version)
-        for key, spec in sorted(REGISTRY.items())
+        for key, spec in sorted(all_apis().items())
         for version in range(spec.min_version, spec.max_version + 1)
     ]
 
@@ -108,7 +108,7 @@ def check_answer(case: FuzzCase, answer: bytes) -> str | None:
     (answered_id,) = _SIZE.unpack_from(answer, 0)
     if answered_id != correlation_id:
         return f"answer for correlation id {answered_id}, expected {correlation_id}"
-    spec = REGISTRY[api_key]
+    spec = all_apis()[api_key]
     if api_key == API_VERSIONS_KEY and version > spec.max_version:
         version = 0  # answered with v0, UNSUPPORTED_VERSION
     pos = 4
