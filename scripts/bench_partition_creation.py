@@ -272,9 +272,9 @@ def all_led(admin: AdminClient, sizes: dict[str, int]) -> bool:
     return led == sum(sizes.values())
 
 
-def traffic(bootstrap: str, sizes: dict[str, int]) -> None:
+def traffic(bootstrap: str, sizes: dict[str, int]) -> str | None:
     """One record produced to every partition (acks=all), then every one consumed back;
-    SystemExit when a record is not acknowledged or not read."""
+    what went wrong, or None when every record was acknowledged and read."""
     targets = [(name, p) for name, size in sizes.items() for p in range(size)]
     producer = Producer(
         {
@@ -294,7 +294,7 @@ def traffic(bootstrap: str, sizes: dict[str, int]) -> None:
         )
         producer.poll(0)
     if producer.flush(600) or failed:
-        raise SystemExit(f"{len(failed)} records not acknowledged, e.g. {failed[:1]}")
+        return f"{len(failed)} records not acknowledged, e.g. {failed[:1]}"
     del producer
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "creation-bench", "enable.auto.commit": False}
@@ -308,7 +308,8 @@ def traffic(bootstrap: str, sizes: dict[str, int]) -> None:
                 unread.discard(message.value())
     consumer.close()
     if unread:
-        raise SystemExit(f"{len(unread)} of {len(targets)} records not read back in 600 s")
+        return f"{len(unread)} of {len(targets)} records not read back in 600 s"
+    return None
 
 
 def describe(partitions: int, topics: int, target: str, brokers: int, via: str) -> str:
@@ -363,11 +364,12 @@ def run(
             raise SystemExit("some partitions have no leader")
         if outcome == "answered" and with_traffic:
             sending = time.monotonic()
-            traffic(where.bootstrap, sizes)
+            problem = traffic(where.bootstrap, sizes)
+            done = f"failed ({problem})" if problem else "read back"
             rss = "+".join(f"{rss_bytes(pid) / 2**20:.0f}" for pid in where.pids)
             fds = "+".join(str(open_fds(pid)) for pid in where.pids)
             print(
-                f"  one record produced to every partition and read back in "
+                f"  one record produced to every partition and {done} after "
                 f"{time.monotonic() - sending:.1f} s; then the RSS {rss} MiB, {fds} open "
                 f"descriptors (limit {resource.getrlimit(resource.RLIMIT_NOFILE)[1]} each)"
             )
