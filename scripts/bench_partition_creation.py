@@ -105,12 +105,16 @@ class Deployment:
 
 @contextlib.contextmanager
 def deployed(target: str, brokers: int, root: Path) -> Iterator[Deployment]:
-    """Fresh ``target`` brokers in ``root`` (one, or a cluster of three), gone on exit."""
+    """Fresh ``target`` brokers in ``root`` (one, or a cluster of three), killed on exit:
+    their data is thrown away, and how long a clean shutdown takes is not measured here."""
     if brokers == 1:
         with launcher(root, target) as launch:
             broker = launch()
             assert broker.process is not None
-            yield Deployment(broker.bootstrap, broker.bootstrap, [broker.process.pid], 1)
+            try:
+                yield Deployment(broker.bootstrap, broker.bootstrap, [broker.process.pid], 1)
+            finally:
+                broker.kill()
         return
     cluster = KpyCluster(root) if target == "kpybroker" else KafkaCluster(root, fetch_kafka_lib())
     try:
