@@ -1,47 +1,62 @@
 #!/usr/bin/env python3
-"""Other clients' latency while a broker creates many partitions (issue 18, item 5).
+"""Other clients' latency while brokers create many partitions (issues 17 and 18).
 
     python scripts/bench_partition_creation.py [--partitions 10000] [--topics 1]
                                                [--target kpybroker|kafka|both] [--rounds 1]
+                                               [--brokers 1|3]
+                                               [--via create-topics|create-partitions]
+                                               [--traffic]
 
-Starts one broker (kpybroker, or Apache Kafka 4.4 in KRaft mode from
-``tests/helpers/reference_kafka.py``; ``both`` alternates them, kpybroker first,
-``--rounds`` times) in a temporary directory, and a probe (``tests/helpers/
-request_probe.py``): one client sending Metadata requests and one producing
-(acks=1) to a topic of its own, one request at a time each. Then an admin client
-(confluent-kafka) creates ``--topics`` topics of ``--partitions`` partitions in all,
-in as few CreateTopics (then CreatePartitions) requests as Kafka 4's bounds on one
-request allow (10,000 metadata records, 10,000 partitions added), one after the
-other, each with a timeout (``operation_timeout``) that lets the broker answer
-once it hosts every new partition (their logs exist). Printed: how long the
-answer took, and the Metadata and Produce answers of the probe during that window
-(count, p50, p99, max), and when every new partition answered ListOffsets (the
-figure compared between the two brokers). Then it checks that Metadata lists every
-partition with a leader.
+Starts fresh brokers in a temporary directory: with ``--brokers 1`` one kpybroker, or one
+Apache Kafka 4.4 in KRaft mode (``tests/helpers/reference_kafka.py``); with ``--brokers 3``
+three kpybrokers on ZooKeeper or three combined KRaft nodes of Kafka
+(``scripts/benchlib/clusters.py``, workload 15's clusters), and the topics get a
+replication factor of 3. ``both`` alternates them, kpybroker first, ``--rounds`` times.
+
+A probe (``tests/helpers/request_probe.py``) sends to the first broker only: one client
+sending Metadata requests and one producing (acks=1) to a topic of its own, led by that
+broker, one request at a time each. Then an admin client (confluent-kafka) makes
+``--topics`` topics of ``--partitions`` partitions in all, in as few requests as Kafka 4's
+bounds on one request allow (10,000 metadata records per CreateTopics, 10,000 partitions
+added per CreatePartitions), one after the other, each with a timeout
+(``operation_timeout``) that lets the broker answer once it hosts every new partition.
+``--via create-topics`` (the default) creates each topic with up to 9,999 partitions and
+grows the larger ones; ``--via create-partitions`` creates every topic with one partition
+beforehand (not timed) and times growing them all to their size.
+
+Printed: how long the answers took, when every new partition was served (the figure
+compared between the two brokers: each partition's leader answers ListOffsets for it, and
+the first broker's Metadata lists all of its replicas in its ISR), and the probe's Metadata
+and Produce answers during that window (count, p50, p99, max). Then it checks that the
+admin client's metadata lists every partition with a leader.
 
 A stalled event loop shows as few answers with a p99 as long as the stall.
 
-With ``--traffic`` one record is then produced to every partition and read back,
-and the broker's RSS and open descriptors are printed (under this process's
-``RLIMIT_NOFILE``, which the broker inherits).
+With ``--traffic`` one record is then produced to every partition (acks=all) and read
+back, and the brokers' RSS and open descriptors are printed (under this process's
+``RLIMIT_NOFILE``, which the brokers inherit).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import resource
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+
+from benchlib.clusters import NODE_IDS, KafkaCluster, KpyCluster, metadata  # noqa: E402
 
 from kpybroker.protocol.messages.list_offsets import (  # noqa: E402
     ListOffsetsPartition,
@@ -50,6 +65,7 @@ from kpybroker.protocol.messages.list_offsets import (  # noqa: E402
 )
 from tests.helpers.brokers import launcher  # noqa: E402
 from tests.helpers.groups_wire import Wire  # noqa: E402
+from tests.helpers.java import fetch_kafka_lib  # noqa: E402
 from tests.helpers.process import open_fds, rss_bytes  # noqa: E402
 from tests.helpers.request_probe import RequestProbe  # noqa: E402
 
@@ -58,89 +74,212 @@ PROBE_TOPIC = "probe"
 TIMEOUT_S = 1800
 #: The ListOffsets version of Kafka 4's clients.
 LIST_OFFSETS_VERSION = 9
+#: Kafka 4's bound on one request: metadata records of a CreateTopics (a topic and each
+#: of its partitions), partitions added by a CreatePartitions.
+REQUEST_LIMIT = 10_000
+#: Seconds between the polls for served partitions.
+POLL_S = 0.05
+#: Seconds between Metadata refreshes while waiting for the leaders to serve.
+LEADERS_REFRESH_S = 1.0
+
+#: One CreateTopics or CreatePartitions request, sent by an admin client; its futures.
+Request = Callable[[AdminClient], dict]
 
 
-def all_led(admin: AdminClient, topics: list[str], partitions: int) -> bool:
-    """Whether the topics have ``partitions`` partitions in all, each with a leader."""
-    found = admin.list_topics(timeout=60).topics
-    led = 0
-    for name in topics:
-        meta = found.get(name)
-        if meta is not None and meta.error is None:
-            led += sum(1 for p in meta.partitions.values() if p.error is None and p.leader >= 0)
-    return led == partitions
+@dataclass(frozen=True)
+class Deployment:
+    """The running brokers: where the clients connect, which one the probe asks, and the
+    replication factor of the topics created on them."""
+
+    bootstrap: str
+    probed: str
+    pids: list[int]
+    replication: int
+
+    def probe_topic(self) -> NewTopic:
+        """The probe's topic, of one partition led by the probed broker."""
+        if self.replication == 1:
+            return NewTopic(PROBE_TOPIC, 1, 1)
+        return NewTopic(PROBE_TOPIC, 1, replica_assignment=[list(NODE_IDS)])
 
 
-def wait_all_answering(bootstrap: str, topics: list[str], partitions: int) -> None:
-    """Until this broker answers ListOffsets without error for every partition of ``topics``
-    (asked every 50 ms, with no client's retry back-off in the way).
-
-    Kafka in KRaft mode answers CreateTopics once its controller has committed the
-    topic; the broker makes the logs afterwards. kpybroker answers once its logs
-    exist. Being served is the same point in both, so it is what the ratio uses.
-    """
-    each, extra = divmod(partitions, len(topics))
-    waiting = {name: set(range(each + (i < extra))) for i, name in enumerate(topics)}
-    with Wire(bootstrap, client_id="creation-bench") as wire:
-        while waiting:
-            request = ListOffsetsRequest(
-                replica_id=-1,
-                topics=[
-                    ListOffsetsTopic(
-                        name=name,
-                        partitions=[
-                            ListOffsetsPartition(partition_index=p, timestamp=-1) for p in ps
-                        ],
-                    )
-                    for name, ps in waiting.items()
-                ],
-            )
-            for topic in wire.call(request, LIST_OFFSETS_VERSION).topics:
-                served = {p.partition_index for p in topic.partitions if p.error_code == 0}
-                waiting[topic.name] -= served
-            waiting = {name: ps for name, ps in waiting.items() if ps}
-            if waiting:
-                time.sleep(0.05)
+@contextlib.contextmanager
+def deployed(target: str, brokers: int, root: Path) -> Iterator[Deployment]:
+    """Fresh ``target`` brokers in ``root`` (one, or a cluster of three), killed on exit:
+    their data is thrown away, and how long a clean shutdown takes is not measured here."""
+    if brokers == 1:
+        with launcher(root, target) as launch:
+            broker = launch()
+            assert broker.process is not None
+            try:
+                yield Deployment(broker.bootstrap, broker.bootstrap, [broker.process.pid], 1)
+            finally:
+                broker.kill()
+        return
+    cluster = KpyCluster(root) if target == "kpybroker" else KafkaCluster(root, fetch_kafka_lib())
+    try:
+        cluster.start()
+        nodes = list(cluster.nodes.values())
+        yield Deployment(cluster.bootstrap, nodes[0].bootstrap, [n.pid for n in nodes], 3)
+    finally:
+        cluster.kill()
 
 
-def requests(sizes: dict[str, int]) -> list[Callable[[AdminClient], dict]]:
-    """The CreateTopics, then CreatePartitions, requests that make these topics within the
-    bounds Kafka 4's controller sets on one request: 10,000 metadata records (a topic and
-    each of its partitions) and 10,000 partitions added."""
-    limit = 10_000
-    made: list[Callable[[AdminClient], dict]] = []
+def create_requests(sizes: dict[str, int], replication: int) -> list[Request]:
+    """CreateTopics requests making these topics, each within Kafka's bound on the
+    metadata records of one request (a topic of at most 9,999 partitions)."""
+    made: list[Request] = []
     batch: list[NewTopic] = []
     for name, size in sizes.items():
-        first = min(size, limit - 1)
-        if batch and sum(t.num_partitions + 1 for t in batch) + first + 1 > limit:
+        if batch and sum(t.num_partitions + 1 for t in batch) + size + 1 > REQUEST_LIMIT:
             made.append(functools.partial(_create, batch))
             batch = []
-        batch.append(NewTopic(name, first, 1))
+        batch.append(NewTopic(name, size, replication))
     if batch:
         made.append(functools.partial(_create, batch))
-    current = {name: min(size, limit - 1) for name, size in sizes.items()}
-    for name, size in sizes.items():
-        while current[name] < size:
-            current[name] = min(size, current[name] + limit)
-            made.append(functools.partial(_grow, name, current[name]))
     return made
+
+
+def grow_requests(current: dict[str, int], sizes: dict[str, int]) -> list[Request]:
+    """CreatePartitions requests growing topics from their ``current`` size to ``sizes``,
+    each adding at most Kafka's bound of partitions, and naming a topic at most once."""
+    made: list[Request] = []
+    batch: list[NewPartitions] = []
+    room = REQUEST_LIMIT
+    for name, size in sizes.items():
+        count = current[name]
+        while count < size:
+            if room == 0:
+                made.append(functools.partial(_grow, batch))
+                batch, room = [], REQUEST_LIMIT
+            step = min(size - count, room)
+            count += step
+            room -= step
+            batch.append(NewPartitions(name, count))
+    if batch:
+        made.append(functools.partial(_grow, batch))
+    return made
+
+
+def plan(sizes: dict[str, int], replication: int, via: str) -> tuple[list[Request], list[Request]]:
+    """The requests made before the clock starts, and the timed ones."""
+    if via == "create-partitions":
+        first = dict.fromkeys(sizes, 1)
+        return create_requests(first, replication), grow_requests(first, sizes)
+    first = {name: min(size, REQUEST_LIMIT - 1) for name, size in sizes.items()}
+    return [], create_requests(first, replication) + grow_requests(first, sizes)
 
 
 def _create(topics: list[NewTopic], admin: AdminClient) -> dict:
     return admin.create_topics(topics, operation_timeout=TIMEOUT_S, request_timeout=TIMEOUT_S)
 
 
-def _grow(name: str, count: int, admin: AdminClient) -> dict:
-    return admin.create_partitions(
-        [NewPartitions(name, count)], operation_timeout=TIMEOUT_S, request_timeout=TIMEOUT_S
+def _grow(growth: list[NewPartitions], admin: AdminClient) -> dict:
+    return admin.create_partitions(growth, operation_timeout=TIMEOUT_S, request_timeout=TIMEOUT_S)
+
+
+def send(admin: AdminClient, requests: list[Request]) -> None:
+    """Each request in turn, once the one before is answered; KafkaException if one fails."""
+    for request in requests:
+        for future in request(admin).values():
+            future.result(TIMEOUT_S)
+
+
+def wait_all_served(deployment: Deployment, sizes: dict[str, int]) -> None:
+    """Until every partition of ``sizes`` is served: its leader answers ListOffsets for
+    it without error, and the probed broker's Metadata lists all its replicas in its ISR.
+
+    Kafka in KRaft mode answers CreateTopics once its controller has committed the
+    topic; the brokers make the logs afterwards. kpybroker answers once the answering
+    broker's logs exist. Being served is the same point in both, so it is what the
+    ratio uses. Both controllers put every live replica in a new partition's ISR, and
+    a leader drops a follower that has not fetched for ``replica.lag.time.max.ms``.
+    """
+    wait_leaders_serve(deployment.probed, sizes)
+    while not isr_full(deployment.probed, list(sizes), deployment.replication):
+        time.sleep(POLL_S)
+
+
+def wait_leaders_serve(probed: str, sizes: dict[str, int]) -> None:
+    """Until each partition's leader answers ListOffsets for it, asked every ``POLL_S``
+    (no client's retry back-off in the way); the leaders as the probed broker tells."""
+    waiting = {name: set(range(size)) for name, size in sizes.items()}
+    leaders: dict[tuple[str, int], int] = {}
+    addresses: dict[int, str] = {}
+    refreshed = 0.0
+    with contextlib.ExitStack() as stack:
+        wires: dict[int, Wire] = {}
+        while waiting:
+            unled = any((n, p) not in leaders for n, ps in waiting.items() for p in ps)
+            if unled or time.monotonic() - refreshed > LEADERS_REFRESH_S:
+                answer = metadata(probed, list(waiting))
+                addresses = {b.node_id: f"{b.host}:{b.port}" for b in answer.brokers}
+                leaders = {
+                    (t.name, p.partition_index): p.leader_id
+                    for t in answer.topics
+                    for p in t.partitions
+                    if p.leader_id >= 0
+                }
+                refreshed = time.monotonic()
+            by_leader: dict[int, dict[str, list[int]]] = {}
+            for name, ps in waiting.items():
+                for p in ps:
+                    if (leader := leaders.get((name, p))) is not None:
+                        by_leader.setdefault(leader, {}).setdefault(name, []).append(p)
+            for leader, topics in by_leader.items():
+                if leader not in wires:
+                    wires[leader] = stack.enter_context(
+                        Wire(addresses[leader], client_id="creation-bench")
+                    )
+                for topic in wires[leader].call(list_offsets(topics), LIST_OFFSETS_VERSION).topics:
+                    waiting[topic.name] -= {
+                        p.partition_index for p in topic.partitions if p.error_code == 0
+                    }
+            waiting = {name: ps for name, ps in waiting.items() if ps}
+            if waiting:
+                time.sleep(POLL_S)
+
+
+def list_offsets(partitions: dict[str, list[int]]) -> ListOffsetsRequest:
+    """A consumer's ListOffsets for the latest offset of these partitions."""
+    return ListOffsetsRequest(
+        replica_id=-1,
+        topics=[
+            ListOffsetsTopic(
+                name=name,
+                partitions=[ListOffsetsPartition(partition_index=p, timestamp=-1) for p in ps],
+            )
+            for name, ps in partitions.items()
+        ],
     )
 
 
-def traffic(bootstrap: str, topics: list[str], partitions: int) -> None:
+def isr_full(probed: str, topics: list[str], replication: int) -> bool:
+    """Whether the probed broker's Metadata lists ``replication`` replicas in the ISR of
+    every partition of ``topics``."""
+    return all(
+        len(p.isr_nodes) == replication
+        for t in metadata(probed, topics).topics
+        for p in t.partitions
+    )
+
+
+def all_led(admin: AdminClient, sizes: dict[str, int]) -> bool:
+    """Whether the admin client's metadata has every partition of ``sizes``, each with a
+    leader."""
+    found = admin.list_topics(timeout=60).topics
+    led = 0
+    for name in sizes:
+        meta = found.get(name)
+        if meta is not None and meta.error is None:
+            led += sum(1 for p in meta.partitions.values() if p.error is None and p.leader >= 0)
+    return led == sum(sizes.values())
+
+
+def traffic(bootstrap: str, sizes: dict[str, int]) -> str | None:
     """One record produced to every partition (acks=all), then every one consumed back;
-    SystemExit when a record is not acknowledged or not read."""
-    each, extra = divmod(partitions, len(topics))
-    targets = [(name, p) for i, name in enumerate(topics) for p in range(each + (i < extra))]
+    what went wrong, or None when every record was acknowledged and read."""
+    targets = [(name, p) for name, size in sizes.items() for p in range(size)]
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -159,7 +298,7 @@ def traffic(bootstrap: str, topics: list[str], partitions: int) -> None:
         )
         producer.poll(0)
     if producer.flush(600) or failed:
-        raise SystemExit(f"{len(failed)} records not acknowledged, e.g. {failed[:1]}")
+        return f"{len(failed)} records not acknowledged, e.g. {failed[:1]}"
     del producer
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "creation-bench", "enable.auto.commit": False}
@@ -173,59 +312,72 @@ def traffic(bootstrap: str, topics: list[str], partitions: int) -> None:
                 unread.discard(message.value())
     consumer.close()
     if unread:
-        raise SystemExit(f"{len(unread)} of {len(targets)} records not read back in 600 s")
+        return f"{len(unread)} of {len(targets)} records not read back in 600 s"
+    return None
 
 
-def run(partitions: int, topics: int, target: str, with_traffic: bool) -> float | None:
-    """One creation on a fresh ``target`` broker; the seconds until every new partition
-    was served, or None when CreateTopics failed."""
-    with tempfile.TemporaryDirectory() as root, launcher(Path(root), target) as brokers:
-        broker = brokers()
+def describe(partitions: int, topics: int, target: str, brokers: int, via: str) -> str:
+    where = f"one {target} broker" if brokers == 1 else f"three {target} brokers (RF 3)"
+    how = (
+        "grown by CreatePartitions from one partition each"
+        if via == "create-partitions"
+        else "created"
+    )
+    return f"{partitions} partitions in {topics} topic(s), {how}, on {where}:"
+
+
+def run(
+    partitions: int, topics: int, target: str, brokers: int, via: str, with_traffic: bool
+) -> float | None:
+    """One creation on fresh ``target`` brokers; the seconds until every new partition
+    was served, or None when a request failed."""
+    names = [f"bench-{i}" for i in range(topics)]
+    each, extra = divmod(partitions, topics)
+    sizes = {n: each + (i < extra) for i, n in enumerate(names)}
+    with tempfile.TemporaryDirectory() as root, deployed(target, brokers, Path(root)) as where:
         # A stalled broker must not make the admin client give up on its request.
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap, "socket.timeout.ms": 300_000})
-        admin.create_topics([NewTopic(PROBE_TOPIC, 1, 1)])[PROBE_TOPIC].result(60)
-        names = [f"bench-{i}" for i in range(topics)]
-        each, extra = divmod(partitions, topics)
-        sizes = {n: each + (i < extra) for i, n in enumerate(names)}
-        with RequestProbe(broker.bootstrap, PROBE_TOPIC) as probe:
+        admin = AdminClient({"bootstrap.servers": where.bootstrap, "socket.timeout.ms": 300_000})
+        admin.create_topics([where.probe_topic()])[PROBE_TOPIC].result(60)
+        beforehand, timed = plan(sizes, where.replication, via)
+        send(admin, beforehand)
+        if beforehand:
+            wait_all_served(where, dict.fromkeys(names, 1))
+        with RequestProbe(where.probed, PROBE_TOPIC) as probe:
             probe.wait_for_answers(20)
             started = time.monotonic()
-            asked = requests(sizes)
             try:
-                for request in asked:
-                    futures = request(admin)
-                    for future in futures.values():
-                        future.result(TIMEOUT_S)
+                send(admin, timed)
                 outcome = "answered"
             except KafkaException as exc:
                 outcome = f"failed ({exc})"
             answered = time.monotonic()
             if outcome == "answered":
-                wait_all_answering(broker.bootstrap, names, partitions)
+                wait_all_served(where, sizes)
             served = time.monotonic()
-        print(f"{partitions} partitions in {topics} topic(s) on one {target} broker:")
+        print(describe(partitions, topics, target, brokers, via))
         print(
-            f"  {len(asked)} CreateTopics/CreatePartitions request(s), one after the other, "
+            f"  {len(timed)} CreateTopics/CreatePartitions request(s), one after the other, "
             f"{outcome} after {answered - started:.1f} s"
         )
-        print(f"  every partition answering ListOffsets after {served - started:.1f} s")
+        print(f"  every partition served after {served - started:.1f} s")
         for answers in (probe.metadata, probe.produce):
             print(f"  {answers.summary(started, served)}")
             if answers.failures:
                 print(f"    failures: {len(answers.failures)}, e.g. {answers.failures[0]}")
-        if outcome == "answered" and not all_led(admin, names, partitions):
+        if outcome == "answered" and not all_led(admin, sizes):
             raise SystemExit("some partitions have no leader")
         if outcome == "answered" and with_traffic:
             sending = time.monotonic()
-            traffic(broker.bootstrap, names, partitions)
-            pid = broker.process.pid
+            problem = traffic(where.bootstrap, sizes)
+            done = f"failed ({problem})" if problem else "read back"
+            rss = "+".join(f"{rss_bytes(pid) / 2**20:.0f}" for pid in where.pids)
+            fds = "+".join(str(open_fds(pid)) for pid in where.pids)
             print(
-                f"  one record produced to every partition and read back in "
-                f"{time.monotonic() - sending:.1f} s; then the broker's RSS "
-                f"{rss_bytes(pid) / 2**20:.0f} MiB, {open_fds(pid)} open descriptors "
-                f"(limit {resource.getrlimit(resource.RLIMIT_NOFILE)[1]})"
+                f"  one record produced to every partition and {done} after "
+                f"{time.monotonic() - sending:.1f} s; then the RSS {rss} MiB, {fds} open "
+                f"descriptors (limit {resource.getrlimit(resource.RLIMIT_NOFILE)[1]} each)"
             )
-        del admin  # closes its connections while the broker is still there
+        del admin  # closes its connections while the brokers are still there
         return served - started if outcome == "answered" else None
 
 
@@ -236,19 +388,35 @@ def main() -> None:
     parser.add_argument("--target", choices=("kpybroker", "kafka", "both"), default="kpybroker")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument(
+        "--brokers",
+        type=int,
+        choices=(1, 3),
+        default=1,
+        help="one broker, or a cluster of three with topics of replication factor 3",
+    )
+    parser.add_argument(
+        "--via",
+        choices=("create-topics", "create-partitions"),
+        default="create-topics",
+        help="create the topics at their size, or with one partition each (not timed) "
+        "and then grow them",
+    )
+    parser.add_argument(
         "--traffic",
         action="store_true",
         help="then produce a record to every partition, read them all back, and print the "
-        "broker's RSS and open descriptors",
+        "brokers' RSS and open descriptors",
     )
     args = parser.parse_args()
     targets = ("kpybroker", "kafka") if args.target == "both" else (args.target,)
     took: dict[str, list[float | None]] = {target: [] for target in targets}
     for _ in range(args.rounds):
         for target in targets:
-            took[target].append(run(args.partitions, args.topics, target, args.traffic))
+            took[target].append(
+                run(args.partitions, args.topics, target, args.brokers, args.via, args.traffic)
+            )
     if len(targets) == 2:
-        print("every partition answering after (s), by round:")
+        print("every partition served after (s), by round:")
         for target, seconds in took.items():
             shown = ("failed" if t is None else f"{t:.1f}" for t in seconds)
             print(f"  {target:9} " + "  ".join(shown))
