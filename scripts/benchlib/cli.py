@@ -26,7 +26,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import confluent_kafka
@@ -137,9 +137,25 @@ def run_round(
     if W15 in workloads.selected:
         brokers += run_replicated(where, number, plan, lib, workdir / "replicated", results)
     if W16 in workloads.selected:
-        brokers += run_recovery(where, number, plan, lib, workdir / "recovery", results)
+        brokers += run_each_broker(
+            where,
+            number,
+            lib,
+            W16,
+            lambda make, label: recovery.run(
+                plan.recovery, make, lib, workdir / "recovery" / label, results
+            ),
+        )
     if W17 in workloads.selected:
-        brokers += run_compaction(where, number, plan, lib, workdir / "compaction", results)
+        brokers += run_each_broker(
+            where,
+            number,
+            lib,
+            W17,
+            lambda make, label: compaction.run(
+                plan.compaction, make, workdir / "compaction" / label, results
+            ),
+        )
     return brokers
 
 
@@ -219,25 +235,19 @@ def run_startup(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def run_recovery(
-    where: str, number: int, plan: Plan, lib: Path, workdir: Path, results: Results
+def run_each_broker(
+    where: str,
+    number: int,
+    lib: Path,
+    workload: str,
+    run: Callable[[BrokerFactory, str], Measured],
 ) -> list[Measured]:
-    """Workload 16 against each broker in turn; returns them (stopped)."""
+    """A workload that starts a broker of its own (``run(factory, its label)``) against each
+    broker in turn; returns them (stopped)."""
     brokers: list[Measured] = []
     for label, make in broker_kinds(number, lib):
-        progress(f"{where} {label}: {W16}")
-        brokers.append(recovery.run(plan.recovery, make, lib, workdir / label, results))
-    return brokers
-
-
-def run_compaction(
-    where: str, number: int, plan: Plan, lib: Path, workdir: Path, results: Results
-) -> list[Measured]:
-    """Workload 17 against each broker in turn; returns them (stopped)."""
-    brokers: list[Measured] = []
-    for label, make in broker_kinds(number, lib):
-        progress(f"{where} {label}: {W17}")
-        brokers.append(compaction.run(plan.compaction, make, workdir / label, results))
+        progress(f"{where} {label}: {workload}")
+        brokers.append(run(make, label))
     return brokers
 
 
