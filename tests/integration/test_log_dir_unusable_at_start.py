@@ -156,6 +156,8 @@ def test_a_new_controller_keeps_offline_replicas_out_of_unclean_elections(
             created[TOPIC].result(30)
             wait_for(lambda: set(cluster.state(TOPIC, 0).isr) == {o, v, c}, "the full ISR")
             with Wire(victim.bootstrap) as wire:
+                # The ISR starts full in ZooKeeper; V creates its log when LeaderAndIsr reaches it.
+                wait_until(lambda: dirs_of(wire, TOPIC) != {}, "V's log")
                 assert dirs_of(wire, TOPIC) == {0: str(fs.mountpoint.resolve())}
             acked = Acked()
             with Wire(cluster.brokers[o].bootstrap) as wire:
