@@ -20,7 +20,10 @@ keeps a copy of the entries in two ``array('q')`` columns for ``bisect``:
 * "index full" still follows ``segment.index.bytes`` (``max_entries``), so
   segments roll at the same points as Kafka's;
 * an entry is written every ~4 KiB of log, so one extra small write per index
-  interval costs nothing measurable, and no mmap resizing is needed.
+  interval costs nothing measurable, and no mmap resizing is needed;
+* a rebuild (crash recovery, a lost index) adds an entry per 4 KiB of a whole
+  segment at once: inside ``writing_in_bulk`` they are written in one write at
+  the end (a write per entry was a quarter of the time to recover 2 GB).
 
 Indexes are loaded on first use: a broker with many old segments does not read
 every index at startup. A loaded index that fails its ordering checks is
@@ -29,13 +32,14 @@ reported through ``on_corrupt`` so the segment can rebuild it from the log.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
 import struct
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -74,6 +78,8 @@ class SparseIndex:
         self._values: array[int] | None = None
         # Entries written since the last fsync; flush() skips the fsync when none were.
         self._dirty = False
+        # Encoded entries not yet written, inside ``writing_in_bulk``.
+        self._pending: bytearray | None = None
         path.touch(exist_ok=True)
 
     @property
@@ -165,18 +171,44 @@ class SparseIndex:
         return self.entries >= self.max_entries
 
     def _append(self, key: int, value: int) -> None:
-        """Write one entry; a failed or short write (disk full) leaves the file as it was."""
+        """Write one entry (or keep it for the bulk write); a failed or short write (disk
+        full) leaves the file as it was."""
         keys, values = self._columns()
         entry = self._encode(key, value)
-        self._dirty = True
-        try:
-            if self.file.open().write(entry) != len(entry):
-                raise OSError(errno.ENOSPC, "short write", str(self.path))
-        except OSError:
-            self._truncate_file(len(keys))
-            raise
+        if self._pending is not None:
+            self._pending += entry
+        else:
+            self._write(entry, len(keys))
         keys.append(key)
         values.append(value)
+
+    @contextlib.contextmanager
+    def writing_in_bulk(self) -> Iterator[None]:
+        """Entries appended inside are written in one write when the block ends (also when
+        it raises, so the file keeps matching the entries in memory)."""
+        written = len(self._columns()[0])
+        self._pending = bytearray()
+        try:
+            yield
+        finally:
+            pending, self._pending = self._pending, None
+            if pending:
+                try:
+                    self._write(pending, written)
+                except OSError:
+                    self.truncate_to_entries(written)
+                    raise
+
+    def _write(self, data: bytes | bytearray, entries_before: int) -> None:
+        """Append encoded entries; on a failed or short write the file is cut back to
+        ``entries_before`` entries."""
+        self._dirty = True
+        try:
+            if self.file.open().write(data) != len(data):
+                raise OSError(errno.ENOSPC, "short write", str(self.path))
+        except OSError:
+            self._truncate_file(entries_before)
+            raise
 
     def truncate_to_entries(self, count: int) -> None:
         keys, values = self._columns()

@@ -103,6 +103,10 @@ class OpenFile:
     def pread(self, size: int, position: int) -> bytes:
         return os.pread(self.fd, size, position)
 
+    def pread_into(self, buffer: memoryview, position: int) -> memoryview:
+        """Fill ``buffer`` from ``position``; the part filled (shorter at the end of the file)."""
+        return buffer[: os.preadv(self.fd, [buffer], position)]
+
     def write(self, data: bytes | bytearray | memoryview) -> int:
         return os.write(self.fd, data)
 

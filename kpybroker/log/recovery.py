@@ -100,12 +100,9 @@ def load_log(
             reindexed.append(segment.base_offset)
 
     log_end_offset = segments[-1].next_offset()
-    if first_unflushed < len(segments):
-        # What recovery kept (and dropped) is made durable, so it can become the recovery point.
-        for segment in segments[first_unflushed:]:
-            segment.flush()
-        fsync_dir(directory)
-        recovery_point = log_end_offset
+    # As Kafka's LogLoader: what recovery checked is not flushed, so the recovery point
+    # stays where it was (a second crash checks the same segments again); it only moves
+    # when the log is flushed.
     recovery_point = min(recovery_point, log_end_offset)
     log_start_offset = max(log_start_offset, segments[0].base_offset)
     if log_start_offset > log_end_offset:

@@ -1,5 +1,7 @@
 """The sparse offset and time indexes: lookups, on-disk layout, damage detection."""
 
+import errno
+import os
 import struct
 
 import pytest
@@ -59,6 +61,36 @@ def test_reloaded_index_matches_and_truncates(tmp_path) -> None:
     index.truncate_to(BASE + 6)
     assert index.entries == 2 and index.last_offset == BASE + 4
     assert index.path.stat().st_size == 16
+
+
+def test_entries_added_in_bulk_are_written_once_at_the_end(tmp_path, monkeypatch) -> None:
+    index, _ = offset_index(tmp_path)
+    index.append(BASE + 1, 0)
+    writes = []
+    real_write = os.write
+    monkeypatch.setattr(
+        os, "write", lambda fd, data: writes.append(len(data)) or real_write(fd, data)
+    )
+    with index.writing_in_bulk():
+        for rel in range(2, 6):
+            index.append(BASE + rel, rel * 100)
+        assert index.path.stat().st_size == 8 and index.lookup(BASE + 5) == (BASE + 5, 500)
+    assert writes == [32]
+    index.unload()
+    assert [index.lookup(BASE + rel)[1] for rel in range(1, 6)] == [0, 200, 300, 400, 500]
+
+
+def test_a_failed_bulk_write_leaves_file_and_memory_as_before(tmp_path, monkeypatch) -> None:
+    index, _ = offset_index(tmp_path)
+    index.append(BASE + 1, 0)
+
+    def disk_full(_fd, _data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError), index.writing_in_bulk():
+        index.append(BASE + 2, 100)
+        monkeypatch.setattr(os, "write", disk_full)
+    assert index.entries == 1 and index.path.stat().st_size == 8
 
 
 def test_offsets_must_increase_and_fit_int32(tmp_path) -> None:

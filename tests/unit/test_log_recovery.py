@@ -97,6 +97,20 @@ def test_recovery_starts_at_the_segment_holding_the_recovery_point(tmp_path) -> 
     assert log.active_segment.size == last.size
 
 
+def test_recovery_neither_flushes_nor_moves_the_recovery_point(tmp_path, monkeypatch) -> None:
+    """As Kafka's LogLoader: the recovery point moves only when the log is flushed, so
+    a second crash checks the same segments again, and recovery itself fsyncs nothing."""
+    log = open_log(tmp_path / "t-0")
+    fill(log, 40)
+    end, second = log.log_end_offset, log.segments[1].base_offset
+    crash(log)
+    synced = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    monkeypatch.setattr(os, "fdatasync", synced.append)
+    log = reopen_after_crash(tmp_path / "t-0", recovery_point=second)
+    assert (log.log_end_offset, log.recovery_point, synced) == (end, second, [])
+
+
 def test_lost_and_damaged_index_files_are_rebuilt(tmp_path) -> None:
     log = open_log(tmp_path / "t-0")
     fill(log, 30)
