@@ -12,7 +12,9 @@ partition producible, or not there at all (the built-in store writes a topic's
 assignment as one node; the logs are made after it, and again after a restart).
 
 A three-broker cluster on ZooKeeper: a replication factor 3 topic gets a leader and a
-full ISR for every partition while the probe is answered.
+full ISR for every partition while the probe is answered; and the controller killed -9
+while the brokers create the logs of such a topic leaves it complete on every broker or
+absent from all, once the controller is back.
 """
 
 from __future__ import annotations
@@ -199,3 +201,31 @@ def test_a_cluster_creates_a_replicated_topic_while_serving(cluster: ReplicatedC
     for broker in cluster.brokers.values():
         assert_complete(broker.bootstrap, "replicated", CLUSTER_PARTITIONS)
     assert_producible(cluster.bootstrap, "replicated", CLUSTER_PARTITIONS)
+
+
+def test_a_controller_killed_during_a_replicated_creation_leaves_the_topic_whole(
+    cluster: ReplicatedCluster,
+) -> None:
+    c = cluster.controller()
+    victim = cluster.brokers[c]
+    bootstrap = next(b.bootstrap for i, b in cluster.brokers.items() if i != c)
+    creator = threading.Thread(
+        target=lambda: _ignore_errors(lambda: create(bootstrap, NewTopic("crash", SMALLER, 3))),
+        daemon=True,
+    )
+    creator.start()
+    wait_for(lambda: partition_dirs(victim, "crash") >= SMALLER // 4, "logs being created")
+    victim.kill()
+    assert partition_dirs(victim, "crash") < SMALLER, "the creation ended before the kill"
+    wait_for(lambda: cluster.controller() not in (-1, c), "a new controller")
+    victim.start()
+    creator.join(CREATION_TIMEOUT_S)
+    if metadata(bootstrap, "crash").error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        for broker in cluster.brokers.values():
+            wait_for(lambda b=broker: partition_dirs(b, "crash") == 0, "stray logs to go")
+        return
+    cluster.wait_for_full_isr("crash", SMALLER, timeout=300)
+    for broker in cluster.brokers.values():
+        assert_complete(broker.bootstrap, "crash", SMALLER)
+        assert partition_dirs(broker, "crash") == SMALLER
+    assert_producible(cluster.bootstrap, "crash", SMALLER)
