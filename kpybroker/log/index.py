@@ -281,7 +281,7 @@ class OffsetIndex(SparseIndex):
         keys, _ = self._columns()
         if keys and offset <= keys[-1]:
             raise ValueError(f"offset {offset} is not above the last index entry {keys[-1]}")
-        if self.is_full():
+        if len(keys) >= self.max_entries:
             raise ValueError(f"offset index {self.path} is full")
         self._append(offset, position)
 

@@ -48,12 +48,12 @@ class TimeIndex(SparseIndex):
         ``skip_full_check`` is for the final entry written when the segment rolls
         or closes, which uses the slot ``is_full`` keeps free.
         """
-        if not skip_full_check and self.is_full():
+        keys, values = self._columns()  # read once: this runs for every indexed batch
+        if not skip_full_check and len(keys) >= self.max_entries - 1:
             raise ValueError(f"time index {self.path} is full")
-        last_timestamp, last_offset = self.last_entry
-        if self.entries and offset < last_offset:
-            raise ValueError(f"offset {offset} is below the last time index entry {last_offset}")
-        if timestamp > last_timestamp:
+        if keys and offset < values[-1]:
+            raise ValueError(f"offset {offset} is below the last time index entry {values[-1]}")
+        if timestamp > (keys[-1] if keys else NO_TIMESTAMP):
             self._append(timestamp, offset)
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
