@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from kpybroker.log.log_config import LogConfig
 from kpybroker.log.segment import Segment
 from tests.helpers.log_builders import (
     SMALL,
@@ -187,3 +188,19 @@ def test_restart_keeps_high_watermark_within_the_log(tmp_path, clean) -> None:
         tmp_path / "t-0", SMALL, clean_shutdown=clean, recovery_point=12, high_watermark=99
     )
     assert log.high_watermark == 12
+
+
+def test_batches_are_read_whole_across_chunks_and_larger_than_a_chunk(tmp_path) -> None:
+    """Recovery reads a segment in chunks into one reused buffer: a batch that straddles
+    two chunks, or is larger than a chunk, still comes whole (and valid until the next)."""
+    log = open_log(tmp_path / "t-0", LogConfig())
+    for size in (100, 700, 30, 2000, 5):
+        log.append(batch(3, value=bytes(size)), 0)
+    segment = log.active_segment
+    stored = segment.log_path.read_bytes()
+    walked = [
+        (position, header.size, bytes(data))
+        for position, header, data in segment.batches(0, chunk_size=512)
+    ]
+    assert [stored[p : p + size] for p, size, _ in walked] == [data for _, _, data in walked]
+    assert sum(size for _, size, _ in walked) == len(stored) == segment.size
