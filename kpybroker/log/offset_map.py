@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import islice
 
 # Estimated bytes a dict entry costs beyond its key's bytes: the slot, the bytes
 # object's header, the int, and the dict's spare capacity.
@@ -63,7 +64,7 @@ class OffsetMap:
         when the map filled up on the way (the keys before were put).
 
         When the batch fits even if every key is new, no check can fail, so the
-        keys go in with one dict update and the new ones are counted as a set.
+        keys go in with one dict update; the new ones are the dict's last entries.
         """
         if self._used + sum(map(len, keys)) + ENTRY_OVERHEAD * len(keys) > self._budget:
             for key, offset in zip(keys, offsets, strict=True):
@@ -72,9 +73,11 @@ class OffsetMap:
                 self.put(key, offset)
             return True
         if keys:
-            new = set(keys).difference(self._offsets)
-            self._used += sum(map(len, new)) + ENTRY_OVERHEAD * len(new)
+            before = len(self._offsets)
             self._offsets.update(zip(keys, offsets, strict=True))
+            added = len(self._offsets) - before
+            new = islice(reversed(self._offsets), added)
+            self._used += sum(map(len, new)) + ENTRY_OVERHEAD * added
             self.latest_offset = offsets[-1]
             self._sorted = None
         return True
