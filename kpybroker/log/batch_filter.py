@@ -7,7 +7,10 @@ latest record of its key and either has a value or is a tombstone still inside
 its delete horizon. Records without a key are dropped. A batch whose records
 all stay (and that needs no horizon set) is copied byte for byte; otherwise
 the kept records are re-encoded in the batch's own codec with their offsets
-and timestamps (``build_retained_batch``).
+and timestamps (``build_retained_batch``). A non-transactional batch of the
+mapped section whose offset range holds no key's latest offset has nothing to
+keep, which the offset map tells without its records being read
+(``OffsetMap.maps_none_between``): most batches of a log of superseded keys.
 
 The delete horizon (KIP-534): the first pass that keeps a tombstone, or a
 transaction marker whose transaction has no data left (``cleaned_txns``),
