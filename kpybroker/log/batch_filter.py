@@ -7,7 +7,10 @@ latest record of its key and either has a value or is a tombstone still inside
 its delete horizon. Records without a key are dropped. A batch whose records
 all stay (and that needs no horizon set) is copied byte for byte; otherwise
 the kept records are re-encoded in the batch's own codec with their offsets
-and timestamps (``build_retained_batch``).
+and timestamps (``build_retained_batch``). A non-transactional batch of the
+mapped section whose offset range holds no key's latest offset has nothing to
+keep, which the offset map tells without its records being read
+(``OffsetMap.maps_none_between``): most batches of a log of superseded keys.
 
 The delete horizon (KIP-534): the first pass that keeps a tombstone, or a
 transaction marker whose transaction has no data left (``cleaned_txns``),
@@ -33,11 +36,11 @@ from kpybroker.log.cleaned_txns import CleanedTransactions
 from kpybroker.log.offset_map import OffsetMap
 from kpybroker.protocol.records import (
     BatchHeader,
-    RecordKey,
+    BatchKeys,
     build_empty_batch,
     build_retained_batch,
-    iter_record_keys,
     iter_records,
+    scan_record_keys,
 )
 
 
@@ -65,7 +68,6 @@ class FilterStats:
     bytes_read: int = 0
     messages_retained: int = 0
     bytes_retained: int = 0
-    keyless_dropped: int = 0
 
 
 def filter_batch(
@@ -73,21 +75,26 @@ def filter_batch(
 ) -> bytes | memoryview | None:
     """The bytes to write for the batch ``data`` (``header`` parsed from it), or None to drop it.
 
-    Only keys are read to decide, and none of a batch dropped whole (aborted
-    data); the records are decoded in full only for a batch that must be
-    rewritten.
+    Only keys are read to decide, and none of a batch dropped whole: aborted
+    data, or a plain (non-transactional) batch of the mapped section in which
+    no key has its latest record, since every record it had went into the map
+    (``OffsetMap.maps_none_between``). The records are decoded in full only
+    for a batch that must be rewritten.
     """
     stats.bytes_read += len(data)
     horizon = header.delete_horizon_ms
     if header.is_control:
-        keys = list(iter_record_keys(data))
-        no_txn_data = cleaning.txns.on_control_batch_read(header, keys[0].key if keys else None)
+        batch = scan_record_keys(data)
+        first_key = batch.keys[0] if batch.keys else None
+        no_txn_data = cleaning.txns.on_control_batch_read(header, first_key)
         # A marker goes once its transaction has no data left and its horizon has passed.
         discard = no_txn_data and horizon is not None and horizon <= cleaning.now_ms
     else:
         no_txn_data = False
-        discard = cleaning.txns.on_batch_read(header)  # data of an aborted transaction
-        keys = [] if discard else list(iter_record_keys(data))
+        discard = cleaning.txns.on_batch_read(header) or (  # data of an aborted transaction
+            not header.is_transactional
+            and cleaning.offset_map.maps_none_between(header.base_offset, header.last_offset)
+        )
     if discard:
         stats.messages_read += header.record_count
         if not _retain_empty(header, cleaning):
@@ -96,17 +103,18 @@ def filter_batch(
         stats.bytes_retained += len(out)
         return out
     if header.is_control:
-        keep = [True] * len(keys)
+        keep = [True] * len(batch.keys)
     else:
-        keep = [_retain_record(record, header, cleaning, stats) for record in keys]
+        batch = scan_record_keys(data)
+        keep = _retained(batch, header, cleaning)
     kept = keep.count(True)
-    stats.messages_read += len(keys)
+    stats.messages_read += len(keep)
     stats.messages_retained += kept
     out: bytes | memoryview | None
     if kept:
-        tombstones = any(k and not record.has_value for k, record in zip(keep, keys, strict=True))
+        tombstones = any(keep[i] for i in batch.null_values)
         set_horizon = horizon is None and (tombstones or no_txn_data)
-        if kept == len(keys) and not set_horizon:
+        if kept == len(keep) and not set_horizon:
             out = data
         else:
             if set_horizon:
@@ -121,22 +129,23 @@ def filter_batch(
     return out
 
 
-def _retain_record(
-    record: RecordKey, header: BatchHeader, cleaning: CleaningRound, stats: FilterStats
-) -> bool:
-    """Kafka's ``Cleaner.shouldRetainRecord``."""
+def _retained(batch: BatchKeys, header: BatchHeader, cleaning: CleaningRound) -> list[bool]:
+    """Kafka's ``Cleaner.shouldRetainRecord`` for each record of a data batch: kept when past
+    the mapped section, else when keyed and the latest of its key and, for a tombstone,
+    while its delete horizon (if set) is still ahead."""
     offset_map = cleaning.offset_map
-    if record.offset > offset_map.latest_offset:
-        return True
-    if record.key is None:
-        stats.keyless_dropped += 1
-        return False
-    if record.offset < offset_map.get(record.key):
-        return False
-    if record.has_value:
-        return True
+    latest = offset_map.latest_offset
+    get = offset_map.get
+    keep = [
+        offset > latest or (key is not None and offset >= get(key))
+        for offset, key in zip(batch.offsets, batch.keys, strict=True)
+    ]
     horizon = header.delete_horizon_ms
-    return horizon is None or cleaning.now_ms < horizon
+    if horizon is not None and horizon <= cleaning.now_ms:
+        for i in batch.null_values:
+            if batch.offsets[i] <= latest:
+                keep[i] = False
+    return keep
 
 
 def _retain_empty(header: BatchHeader, cleaning: CleaningRound) -> bool:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from kpybroker.log.batch_filter import CleaningRound, FilterStats, filter_batch
 from kpybroker.log.cleaned_txns import CleanedTransactions
@@ -29,7 +30,7 @@ from kpybroker.log.log_config import INT_MAX, CleanerConfig, LogConfig
 from kpybroker.log.names import CLEANED_SUFFIX
 from kpybroker.log.offset_map import OffsetMap
 from kpybroker.log.segment import Segment, remove_segment_files
-from kpybroker.protocol.records import iter_record_keys, parse_header
+from kpybroker.protocol.records import BatchHeader, parse_header, scan_record_keys
 
 CheckDone = Callable[[], None]
 MB = 1024 * 1024
@@ -115,7 +116,7 @@ class Cleaner:
         """
         started = time.monotonic()
         offset_map = OffsetMap(
-            self._config.dedupe_buffer_size, self._config.dedupe_buffer_load_factor
+            self._config.dedupe_buffer_size, self._config.dedupe_buffer_load_factor, start
         )
         next_starts = [segment.base_offset for segment in dirty[1:]] + [end] if dirty else []
         for i, (segment, next_start) in enumerate(zip(dirty, next_starts, strict=True)):
@@ -144,14 +145,10 @@ class Cleaner:
         for _, header, data in segment.batches(position, self._chunk):
             check_done()
             if header.is_control:
-                first = next(iter_record_keys(data), None)
-                txns.on_control_batch_read(header, None if first is None else first.key)
-            elif not txns.on_batch_read(header):
-                for offset, key, _ in iter_record_keys(data):
-                    if key is not None and offset >= start:
-                        if offset_map.full:
-                            return True
-                        offset_map.put(key, offset)
+                keys = scan_record_keys(data).keys
+                txns.on_control_batch_read(header, keys[0] if keys else None)
+            elif not txns.on_batch_read(header) and not _map_batch(header, data, offset_map):
+                return True
             if header.last_offset >= start:
                 offset_map.update_latest_offset(header.last_offset)
             stats.map_bytes_read += len(data)
@@ -200,6 +197,25 @@ class Cleaner:
         finally:
             cleaned.release()
         stats.clean_seconds += time.monotonic() - started
+
+
+def _map_batch(header: BatchHeader, data: memoryview, offset_map: OffsetMap) -> bool:
+    """Put the keyed records of a data batch from ``offset_map.start`` on; False when the
+    map filled up on the way."""
+    offsets, keys, null_keys, _ = scan_record_keys(data)
+    if not offsets:
+        return True
+    first, last = min(offsets), max(offsets)
+    if first < header.base_offset or last > header.last_offset:
+        offset_map.records_within_batches = False
+    if null_keys or first < offset_map.start:  # rare: key-less records, or the first batch
+        pairs = [
+            (k, o)
+            for k, o in zip(keys, offsets, strict=True)
+            if k is not None and o >= offset_map.start
+        ]
+        return offset_map.put_all([k for k, _ in pairs], [o for _, o in pairs])
+    return offset_map.put_all(cast("list[bytes]", keys), offsets)  # no key is None
 
 
 def group_segments_by_size(

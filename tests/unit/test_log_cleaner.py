@@ -22,7 +22,13 @@ from kpybroker.log.log_manager import LogManager
 from kpybroker.log.partition_log import PartitionLog
 from kpybroker.log.produce_validator import RecordValidationError
 from kpybroker.protocol.errors import ErrorCode, KafkaError
-from kpybroker.protocol.records import iter_batches, validate_batch
+from kpybroker.protocol.records import (
+    Record,
+    build_retained_batch,
+    iter_batches,
+    parse_header,
+    validate_batch,
+)
 from tests.helpers.log_builders import (
     NOW,
     ONE,
@@ -377,3 +383,19 @@ def test_without_a_cleaner_compacted_logs_keep_every_segment(tmp_path) -> None:
     logs.periodic(NOW + 10)
     assert logs.cleaner is None and plog.log_start_offset == 0 and len(plog.segments) == 3
     logs.close()
+
+
+def test_a_record_outside_its_batchs_offset_range_is_kept_as_the_latest_of_its_key(make) -> None:
+    """A malformed batch (offsets 0-1, but its second record claims offset 3) written before
+    the policy changed: the cleaner judges it record by record, as Kafka does, and does not
+    drop it for holding no latest offset in its own range."""
+    s = make(compacted(cleanup_policy=("delete",)))
+    header = parse_header(keyed((b"k0", b"v00"), (b"k1", b"v01")))
+    odd = build_retained_batch(
+        header, [Record(0, NOW, b"k0", b"v00", ()), Record(3, NOW, b"k1", b"v01", ())]
+    )
+    append_committed(s.log, bytearray(odd))
+    s.write((b"k0", b"v02"), (b"k2", b"v03"), *versions(4, keys=1, first=4))
+    s.log.config = COMPACTED
+    assert s.clean()
+    assert (3, b"k1", b"v01") in stored_pairs(s.log)

@@ -26,6 +26,7 @@ from kpybroker.protocol.records import (
     iter_batches,
     iter_records,
     parse_header,
+    scan_record_keys,
     set_log_append_time,
     stamp_batch,
     validate_batch,
@@ -452,6 +453,25 @@ def test_undecodable_compressed_records_are_corrupt() -> None:
             list(iter_records(batch))
 
 
+@pytest.mark.parametrize("codec", [0, 4])
+def test_scan_record_keys_reads_every_varint_width(codec: int) -> None:
+    """Keys, values and deltas whose varints take one, two and three bytes (the scan decodes
+    the first two inline), null keys and values, headers: as the full decode reads them."""
+    sizes = [0, 1, 63, 64, 8191, 8192]
+    recs = [
+        NewRecord(
+            None if i % 7 == 3 else bytes(sizes[i % 6]),
+            None if i % 5 == 1 else bytes(sizes[(i + 2) % 6]),
+            [("h", b"x")] if i % 3 == 0 else [],
+            1_000 + i * 1_000_003 % 70_000,
+        )
+        for i in range(200)
+    ]
+    batch = build_batch(recs, base_offset=10**12, compression=codec)
+    _keys_agree_with_records(batch)
+    assert scan_record_keys(batch).offsets == list(range(10**12, 10**12 + 200))
+
+
 # build_batch API
 
 
@@ -520,6 +540,19 @@ def _mutate(rng: random.Random, batch: bytes) -> bytes:
     return bytes(buf)
 
 
+def _keys_agree_with_records(data: bytes) -> None:
+    """``scan_record_keys``, and when the full decode succeeds, the same answer as it."""
+    offsets, keys, null_keys, null_values = scan_record_keys(data)
+    try:
+        decoded = list(iter_records(data))
+    except KafkaError:
+        return
+    assert offsets == [r.offset for r in decoded]
+    assert keys == [r.key for r in decoded]
+    assert null_keys == keys.count(None)
+    assert null_values == [i for i, r in enumerate(decoded) if r.value is None]
+
+
 def test_fuzz_only_record_errors_escape() -> None:
     rng = random.Random(20240611)
     seeds = [
@@ -534,6 +567,7 @@ def test_fuzz_only_record_errors_escape() -> None:
             lambda d: validate_batch(d, from_client=False),
             lambda d: list(iter_records(d)),
             lambda d: list(iter_batches(d)),
+            _keys_agree_with_records,
         ):
             try:
                 check(data)
