@@ -32,6 +32,7 @@ from kpybroker.coordinator.service import GroupCoordinator
 from kpybroker.log.log_config import LogConfig, LogManagerConfig
 from kpybroker.log.log_manager import LogManager
 from kpybroker.log.names import METADATA_STORE_DIR
+from kpybroker.log.open_files import OPEN_FILES
 from kpybroker.metadata.builtin import BuiltinMetadataStore
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
 from kpybroker.metadata.entity_configs import IP, Entity, EntityConfigs
@@ -262,6 +263,7 @@ class Broker:
                 listener.host,
                 listener.port,
                 backlog,
+                OPEN_FILES.give_way,
             )
             self.servers.append(server)
             ports[listener.name] = bound_port(server)

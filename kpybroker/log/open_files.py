@@ -8,7 +8,10 @@ file (checkpoints, snapshots): a broker that runs out fails in all of them at on
 Here files are opened on use and kept open in least-recently-used order, at most
 :func:`capacity_for_limit` of them (half the soft limit: the other half stays free for
 sockets and short-lived files). The active segment of a busy partition is used on every
-append, so it stays open; an idle partition's files are the ones closed.
+append, so it stays open; an idle partition's files are the ones closed. Should sockets
+need more than their half (10,000 idle connections under a limit of 20,000), an accept
+that fails with EMFILE makes the cache give way (:meth:`OpenFiles.give_way`): a log file
+can be reopened when it is next used, a connection not accepted cannot.
 
 The limit is per process, so the cache is too (:data:`OPEN_FILES`), shared by every log.
 
@@ -48,6 +51,8 @@ log = logging.getLogger(__name__)
 MIN_CAPACITY = 16
 #: The cache's capacity when the soft limit is unlimited.
 UNLIMITED_CAPACITY = 1 << 20
+#: Descriptors the cache lets go at a time when a client connection needs one.
+GIVE_WAY = 16
 #: The process is out of file descriptors: not the disk's fault.
 OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
 
@@ -176,6 +181,8 @@ class OpenFiles:
         #: Evicted descriptors that reads still hold (they leave the set as they close).
         self._held: weakref.WeakSet[OpenFile] = weakref.WeakSet()
         self._lock = threading.Lock()
+        #: Whether ``give_way`` has lowered the capacity (it says so once).
+        self._gave_way = False
 
     @property
     def capacity(self) -> int:
@@ -236,6 +243,27 @@ class OpenFiles:
         """Drop the least recently used descriptor: closed now, or when the reads holding it
         are done."""
         self._held.add(self._open.popitem(last=False)[1])
+
+    def give_way(self, count: int = GIVE_WAY) -> bool:
+        """Close up to ``count`` cached descriptors and lower the capacity by as many, for a
+        descriptor that cannot be reopened later: a client's socket, whose accept failed
+        with EMFILE. The log's files are reopened on use, so under the limit the cache
+        shrinks rather than connections waiting. True if any descriptor was let go."""
+        with self._lock:
+            freed = 0
+            while freed < count and self._open and self.capacity > MIN_CAPACITY:
+                self._evict_oldest()
+                self._capacity = self.capacity - 1
+                freed += 1
+        if freed and not self._gave_way:
+            log.warning(
+                "The process's limit on open files (RLIMIT_NOFILE) is reached: the cache of "
+                "open log files gives way to client connections (capacity now %d); logged "
+                "once",
+                self.capacity,
+            )
+        self._gave_way = self._gave_way or freed > 0
+        return freed > 0
 
     def cached(self, file: CachedFile) -> OpenFile | None:
         """The cached descriptor of ``file``, if any, without touching the order."""

@@ -6,7 +6,9 @@ Why not ``loop.create_server``: when ``accept`` fails with ``EMFILE`` (the proce
 broker should. asyncio logs an ERROR with a traceback on every retry, once a second for
 as long as it lasts; uvloop (libuv) logs nothing, and accepts each waiting connection
 only to close it at once, so clients see their connections dropped with no reason on
-the broker's side. Here the first failure is logged once, accepting pauses for
+the broker's side. Here, on EMFILE, ``make_room`` first asks the log's cache of open
+files to close some (they are reopened on use) and the accept is retried. When nothing
+can be freed, the first failure is logged once, accepting pauses for
 :data:`ACCEPT_BACKOFF_S` and is retried; new connections wait in the kernel's accept
 queue meanwhile (they are accepted once descriptors are free again), and established
 connections go on as before. The first connection accepted after that is logged too.
@@ -40,10 +42,13 @@ class Acceptor:
         name: str,
         sockets: list[socket.socket],
         protocol_factory: Callable[[], asyncio.BaseProtocol],
+        make_room: Callable[[], bool] = lambda: False,
     ) -> None:
+        """``make_room`` frees descriptors when the process is out of them (True if it did)."""
         self.name = name
         self.sockets = sockets
         self._protocol_factory = protocol_factory
+        self._make_room = make_room
         self._loop = asyncio.get_running_loop()
         self._serving = False
         self._resume: asyncio.TimerHandle | None = None
@@ -83,6 +88,8 @@ class Acceptor:
             except OSError as exc:
                 if exc.errno not in OUT_OF_RESOURCES:
                     raise
+                if exc.errno == errno.EMFILE and self._make_room():
+                    continue
                 self._back_off(exc)
                 return
             if self._refused:

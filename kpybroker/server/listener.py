@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import Callable
 
 from kpybroker.apis.support.context import Services
 from kpybroker.server.acceptor import Acceptor
@@ -30,13 +31,15 @@ async def start_listener(
     host: str,
     port: int,
     backlog: int,
+    make_room: Callable[[], bool],
 ) -> Acceptor:
     """Listen on ``host:port`` (all interfaces when host is empty; port 0 picks a free one).
 
     Each accepted connection is kept in ``open_connections`` while it is open, so
     that the broker can close them all when it stops. The kernel queues at least
     ``MIN_ACCEPT_QUEUE`` connections for the event loop to accept (see there).
-    Connections are accepted once the returned acceptor's ``start_serving`` is called.
+    Connections are accepted once the returned acceptor's ``start_serving`` is called;
+    ``make_room`` frees descriptors for them when the process is out of them.
     """
     tls = settings.security.tls
 
@@ -45,7 +48,7 @@ async def start_listener(
         return connection if tls is None else tls_server_protocol(connection, tls)
 
     sockets = await bind(host, port, accept_queue(backlog))
-    return Acceptor(settings.name, sockets, new_connection)
+    return Acceptor(settings.name, sockets, new_connection, make_room)
 
 
 class BindError(OSError):

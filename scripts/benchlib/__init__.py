@@ -9,7 +9,7 @@ The modules, in the order a run uses them:
 * ``javatools``  — Kafka's ProducerPerformance, ConsumerPerformance, EndToEndLatency and
   ShareConsumerPerformance (workload 11: four share consumers on one partition);
 * ``librdkafka`` — the confluent-kafka produce-then-group-consume workload, verified;
-* ``scale``      — 10,000 partitions and 1,000 idle connections;
+* ``scale``      — idle connections, then many partitions (memory, Metadata, a hot partition);
 * ``rebalance``  — a 50-member consumer group joining and losing a member, both protocols;
 * ``startup``    — workload 14: start-up, cold and warm, empty and with 1,000 partitions;
 * ``clusters``   — three-broker clusters: kpybroker on ZooKeeper, Kafka in KRaft mode;

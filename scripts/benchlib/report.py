@@ -276,8 +276,8 @@ def method_lines(info: RunInfo) -> list[str]:
         "on both brokers alike. Only one workload runs at a time.",
         "- Each figure is the median over the rounds; the ratio is kpybroker's median over "
         "Kafka's. The raw samples are at the end.",
-        "- Workload 5 (scale) ends each round: the first broker gets its partitions and "
-        "idle connections, is measured and stopped, then the second.",
+        "- Workload 5 (scale) ends each round: the first broker gets its idle connections "
+        "and then its partitions, is measured and stopped, then the second.",
         "- Workload 1: `ProducerPerformance --throughput -1 --producer-props acks=all`, every "
         "other producer setting at its default (so idempotence on, batch.size 16 KiB, "
         "linger.ms 5); its latency is per record, from `send()` to the acknowledgement. "
@@ -294,17 +294,19 @@ def method_lines(info: RunInfo) -> list[str]:
         "the figure would measure that timer on either broker. Each value "
         "carries its index: every record is checked for content, and none may be missing "
         "or duplicated. Consumer throughput counts from the first record to the last.",
-        "- Workload 5: partitions are created with the admin client (replication factor 1) "
-        "and counted ready once Metadata shows every one with a leader. Idle connections "
-        "each send ApiVersions and then stay silent. Metadata latency is an all-topics "
+        "- Workload 5: first the idle connections, each of which sends ApiVersions and then "
+        "stays silent; RSS per idle connection is the growth of the broker's RSS while they "
+        f"were opened, read {plan.idle_settle_s:g} s after the last, over the connections. "
+        "They are closed before the partitions are created: under this machine's limit of "
+        "20,000 open files Kafka, which keeps a descriptor per segment, cannot hold both "
+        "(it resets connections). Partitions are created with the admin client (replication "
+        "factor 1) and counted ready once Metadata shows every one with a leader; RSS per "
+        "partition is the growth from before the topics were created to "
+        f"{plan.idle_settle_s:g} s after they were all ready, over the partitions (issue "
+        "17's target for both: at most half of Kafka's). Metadata latency is an all-topics "
         f"Metadata v12 request on one connection, {plan.metadata_requests} times after one "
-        "unrecorded. The hot partition gets a ProducerPerformance run as in workload 1, while "
-        "the idle connections are open. RSS is read after that run. RSS per partition is "
-        f"the growth of the broker's RSS from before the topics were created to "
-        f"{plan.idle_settle_s:g} s after they were all ready, over the partitions; RSS per "
-        "idle connection is its growth while the connections were opened, read "
-        f"{plan.idle_settle_s:g} s after the last, over the connections (issue 17's target "
-        "for both: at most half of Kafka's). A JVM's RSS grows as its heap is touched, not as "
+        "unrecorded. The hot partition then gets a ProducerPerformance run as in workload "
+        "1; RSS is read after that run. A JVM's RSS grows as its heap is touched, not as "
         "objects are made, so Kafka's figures say what the machine pays, not what each "
         "partition needs.",
         "- Startup: from spawning the process to the first ApiVersions answer (a probe "

@@ -51,6 +51,21 @@ def test_at_most_capacity_files_are_open_and_the_least_recent_go_first(tmp_path:
     assert [f.is_open for f in cached] == [True, False, True, False, True]
 
 
+def test_the_cache_gives_way_to_sockets_down_to_its_floor(tmp_path: Path, caplog) -> None:
+    cache = OpenFiles(capacity=MIN_CAPACITY + 20)
+    cached = files(tmp_path, cache, MIN_CAPACITY + 20)
+    for file in cached:
+        file.open()
+    before = open_descriptors()
+    assert cache.give_way(16)
+    assert len(before - open_descriptors()) == 16  # closed at once
+    assert (cache.capacity, len(cache)) == (MIN_CAPACITY + 4, MIN_CAPACITY + 4)
+    assert [f.is_open for f in cached[:17]] == [False] * 16 + [True]  # the least recent went
+    assert cache.give_way(16) and cache.capacity == MIN_CAPACITY
+    assert not cache.give_way(16)  # at the floor
+    assert caplog.text.count("gives way to client connections") == 1
+
+
 def test_a_read_holding_an_evicted_descriptor_can_still_use_it(tmp_path: Path) -> None:
     cache = OpenFiles(capacity=1)
     first, second = files(tmp_path, cache, 2)

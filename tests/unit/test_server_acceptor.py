@@ -1,5 +1,6 @@
 """The acceptor on asyncio's own event loop (the integration tests run uvloop): out of
-descriptors, accepting is logged once, backs off and resumes; waiting connections are kept."""
+descriptors, the log's cache of open files gives way; when it cannot, accepting is logged
+once, backs off and resumes; waiting connections are kept."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import socket
 
 import pytest
 
+from kpybroker.log.open_files import OpenFiles
 from kpybroker.server import acceptor
 from kpybroker.server.acceptor import Acceptor
 from kpybroker.server.listener import bind
@@ -67,3 +69,41 @@ def test_out_of_descriptors_is_logged_once_and_the_waiting_connections_are_accep
     failed = [r for r in caplog.records if r.getMessage().startswith("Cannot accept")]
     assert len(failed) == 1 and "Too many open files" in failed[0].getMessage()
     assert "Accepting connections on listener TEST again" in caplog.text
+
+
+async def accept_with_the_log_files_cache_full(tmp_path) -> tuple[int, int]:
+    """Every descriptor below the soft limit is taken, 32 of them by cached log files."""
+    cache = OpenFiles(capacity=64)
+    for i in range(32):
+        path = tmp_path / f"{i}.log"
+        path.write_bytes(b"")
+        cache.file(path, os.O_RDONLY).open()
+    connections: list[asyncio.BaseTransport] = []
+    server = Acceptor(
+        "TEST", await bind("127.0.0.1", 0, 16), lambda: Accepted(connections), cache.give_way
+    )
+    port = server.sockets[0].getsockname()[1]
+    clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(WAITING)]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free_descriptor(), hard))
+        await server.start_serving()
+        while len(connections) < WAITING:
+            await asyncio.sleep(0.01)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    server.close()
+    for client in clients:
+        client.close()
+    for connection in connections:
+        connection.close()
+    return len(connections), cache.capacity
+
+
+def test_out_of_descriptors_the_log_files_cache_gives_way_to_connections(
+    tmp_path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    accepted, capacity = asyncio.run(accept_with_the_log_files_cache_full(tmp_path))
+    assert (accepted, capacity) == (WAITING, 64 - 16)  # one give_way made room for all
+    assert "Cannot accept" not in caplog.text
