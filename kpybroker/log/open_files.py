@@ -256,13 +256,13 @@ class OpenFiles:
                 self._capacity = self.capacity - 1
                 freed += 1
         if freed and not self._gave_way:
+            self._gave_way = True
             log.warning(
                 "The process's limit on open files (RLIMIT_NOFILE) is reached: the cache of "
                 "open log files gives way to client connections (capacity now %d); logged "
                 "once",
                 self.capacity,
             )
-        self._gave_way = self._gave_way or freed > 0
         return freed > 0
 
     def cached(self, file: CachedFile) -> OpenFile | None:

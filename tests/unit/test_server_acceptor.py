@@ -9,6 +9,7 @@ import logging
 import os
 import resource
 import socket
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -34,9 +35,16 @@ class Accepted(asyncio.Protocol):
         self.connections.append(transport)
 
 
-async def accept_while_out_of_descriptors(caplog: pytest.LogCaptureFixture) -> int:
+async def accept_out_of_descriptors(
+    while_limited: Callable[[list[asyncio.BaseTransport]], Awaitable[None]],
+    make_room: Callable[[], bool] = lambda: False,
+) -> int:
+    """Serve ``WAITING`` connections with no descriptor free below the soft limit until
+    ``while_limited`` returns, then with the limit restored; how many were accepted."""
     connections: list[asyncio.BaseTransport] = []
-    server = Acceptor("TEST", await bind("127.0.0.1", 0, 16), lambda: Accepted(connections))
+    server = Acceptor(
+        "TEST", await bind("127.0.0.1", 0, 16), lambda: Accepted(connections), make_room
+    )
     port = server.sockets[0].getsockname()[1]
     # The kernel completes these handshakes; the event loop has not run to accept them.
     clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(WAITING)]
@@ -45,19 +53,30 @@ async def accept_while_out_of_descriptors(caplog: pytest.LogCaptureFixture) -> i
         # No new descriptor fits below the soft limit: every accept fails with EMFILE.
         resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free_descriptor(), hard))
         await server.start_serving()
-        while "Cannot accept" not in caplog.text:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(10 * acceptor.ACCEPT_BACKOFF_S)  # retried, and failing, meanwhile
+        await while_limited(connections)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    while len(connections) < WAITING:
-        await asyncio.sleep(0.01)
+    await all_accepted(connections)
     server.close()
     for client in clients:
         client.close()
     for connection in connections:
         connection.close()
     return len(connections)
+
+
+async def all_accepted(connections: list[asyncio.BaseTransport]) -> None:
+    while len(connections) < WAITING:
+        await asyncio.sleep(0.01)
+
+
+async def accept_while_out_of_descriptors(caplog: pytest.LogCaptureFixture) -> int:
+    async def backing_off(_connections: list[asyncio.BaseTransport]) -> None:
+        while "Cannot accept" not in caplog.text:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(10 * acceptor.ACCEPT_BACKOFF_S)  # retried, and failing, meanwhile
+
+    return await accept_out_of_descriptors(backing_off)
 
 
 def test_out_of_descriptors_is_logged_once_and_the_waiting_connections_are_accepted_after(
@@ -78,26 +97,7 @@ async def accept_with_the_log_files_cache_full(tmp_path) -> tuple[int, int]:
         path = tmp_path / f"{i}.log"
         path.write_bytes(b"")
         cache.file(path, os.O_RDONLY).open()
-    connections: list[asyncio.BaseTransport] = []
-    server = Acceptor(
-        "TEST", await bind("127.0.0.1", 0, 16), lambda: Accepted(connections), cache.give_way
-    )
-    port = server.sockets[0].getsockname()[1]
-    clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(WAITING)]
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free_descriptor(), hard))
-        await server.start_serving()
-        while len(connections) < WAITING:
-            await asyncio.sleep(0.01)
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    server.close()
-    for client in clients:
-        client.close()
-    for connection in connections:
-        connection.close()
-    return len(connections), cache.capacity
+    return await accept_out_of_descriptors(all_accepted, cache.give_way), cache.capacity
 
 
 def test_out_of_descriptors_the_log_files_cache_gives_way_to_connections(
