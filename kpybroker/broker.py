@@ -443,7 +443,8 @@ class Broker:
         while True:
             await asyncio.sleep(HOUSEKEEPING_INTERVAL_S)
             try:
-                self.logs.periodic()
+                for _ in self.logs.periodic_steps():
+                    await asyncio.sleep(0)  # other clients are served between slices
                 heap.settle(len(self.logs.logs))
             except Exception:
                 log.exception("housekeeping failed; will retry")

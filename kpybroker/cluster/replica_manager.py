@@ -44,6 +44,7 @@ from kpybroker.cluster.replication_settings import ReplicationSettings
 from kpybroker.log.log_config import LogConfig
 from kpybroker.log.log_manager import LogManager
 from kpybroker.log.partition_log import PartitionLog
+from kpybroker.log.slices import current_slices
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
 from kpybroker.metadata.model import NO_LEADER, Endpoint, PartitionMetadata
 from kpybroker.metadata.store import MetadataStoreError
@@ -343,8 +344,10 @@ class ReplicaManager:
         max_lag = self.settings.replica_lag_time_max_ms
         while True:
             await asyncio.sleep(max_lag / 2000)
-            if not self.fenced:
-                self._isr.shrink(self.partitions.values(), max_lag)
+            for hosted in current_slices(self.partitions):
+                if not self.fenced:
+                    self._isr.shrink((partition for _, partition in hosted), max_lag)
+                await asyncio.sleep(0)  # the other clients are served between slices
 
     def inter_broker_address(self, broker_id: int) -> PeerAddress | None:
         """Where this broker reaches ``broker_id``: ``inter.broker.listener.name``, else

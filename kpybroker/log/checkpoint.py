@@ -98,10 +98,11 @@ def parse_checkpoint(text: str, fields_per_line: int, where: object) -> list[lis
 
 
 def write_offset_checkpoint(path: Path, offsets: Mapping[tuple[str, int], int]) -> None:
-    """Write ``topic partition offset`` lines for every partition (sorted, for stable diffs)."""
-    lines = (
-        f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())
-    )
+    """Write ``topic partition offset`` lines for every partition, in the mapping's order
+    (as Kafka: its order is the map's). Not sorted: at 100,000 partitions sorting took a
+    quarter of a second in one call, which holds the interpreter's lock, so the event loop
+    stood still while the checkpoint thread sorted."""
+    lines = (f"{topic} {partition} {offset}" for (topic, partition), offset in offsets.items())
     atomic_write(path, format_checkpoint(lines))
 
 

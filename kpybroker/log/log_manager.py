@@ -9,11 +9,12 @@ to the directory that has the fewest, or to the one AlterReplicaLogDirs named
 for them, and ``moves`` (``log_dir_moves``) moves existing ones between
 directories while they serve.
 
-The broker's loop calls ``periodic()`` (about once a second is plenty); it
-does what Kafka's scheduler threads do, each at its configured interval
-(``LogManagerConfig``). With ``log.cleaner.enable`` the manager also owns the
-``LogCleaner``, whose ``run()`` the broker starts as a task; retention of
-compacted logs is then the cleaner's job, as in Kafka.
+The broker's loop runs ``periodic_steps()`` about once a second; it does what
+Kafka's scheduler threads do, each at its configured interval
+(``LogManagerConfig``), a slice of the logs at a time. With
+``log.cleaner.enable`` the manager also owns the ``LogCleaner``, whose ``run()``
+the broker starts as a task; retention of compacted logs is then the cleaner's
+job, as in Kafka.
 
 A disk error in a directory takes it offline (``failures``, see
 ``log_dir_failure``): its logs are closed and forgotten, its checkpoints no
@@ -66,6 +67,7 @@ from kpybroker.log.names import (
 )
 from kpybroker.log.partition_log import PartitionLog, wall_clock_ms
 from kpybroker.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from kpybroker.log.slices import current_slices
 from kpybroker.protocol.errors import KafkaError
 
 log = logging.getLogger(__name__)
@@ -129,8 +131,9 @@ class LogManager:
         )
         now = time_ms()
         intervals = self.settings
-        # (what, task(now), interval): Kafka's scheduled tasks, run by periodic() when due.
-        self._tasks: list[tuple[str, Callable[[int], None], int]] = [
+        # (what, task(now), interval): Kafka's scheduled tasks, run by periodic() when due;
+        # each yields between slices of logs.
+        self._tasks: list[tuple[str, Callable[[int], Iterator[None]], int]] = [
             ("retention", self._delete_old_segments, intervals.retention_check_interval_ms),
             (
                 "producer expiration",
@@ -139,17 +142,17 @@ class LogManager:
             ),
             (
                 "high watermark checkpoint",
-                lambda _now: self.checkpoint_high_watermarks(in_background=True),
+                lambda _now: self._checkpoint_steps(REPLICATION_OFFSET_CHECKPOINT, _high_watermark),
                 intervals.high_watermark_checkpoint_interval_ms,
             ),
             (
                 "recovery point checkpoint",
-                lambda _now: self.checkpoint_recovery_points(in_background=True),
+                lambda _now: self._checkpoint_steps(RECOVERY_POINT_CHECKPOINT, _recovery_point),
                 intervals.recovery_point_checkpoint_interval_ms,
             ),
             (
                 "log start offset checkpoint",
-                lambda _now: self.checkpoint_log_start_offsets(in_background=True),
+                lambda _now: self._checkpoint_steps(LOG_START_OFFSET_CHECKPOINT, _log_start),
                 intervals.log_start_checkpoint_interval_ms,
             ),
         ]
@@ -515,25 +518,35 @@ class LogManager:
     # -- background work --------------------------------------------------------------
 
     def periodic(self, now_ms: int | None = None) -> None:
+        """All of ``periodic_steps`` at once."""
+        for _ in self.periodic_steps(now_ms):
+            pass
+
+    def periodic_steps(self, now_ms: int | None = None) -> Iterator[None]:
         """Flush policy, rolled-segment fsync, retention, producer expiry, checkpoints: when due.
 
-        A disk error takes the directory of the log (or checkpoint) it hit offline;
-        the work on the other directories goes on.
+        Yields after each slice of logs (``slices``), where the caller lets the event
+        loop serve others; a log deleted, moved or gone offline in between is skipped.
+        A disk error takes the directory of the log (or checkpoint) it hit offline; the
+        work on the other directories goes on.
         """
         now = self._time_ms() if now_ms is None else now_ms
         self._take_checkpoint_failures()
-        # One pass over every log each second: kept to a comprehension of a cheap property
-        # (100,000 partitions cost tens of milliseconds), the work done after it.
-        due = [(tp, plog) for tp, plog in self.logs.items() if plog.maintenance_due]
-        for tp, partition_log in due:
-            self._guarded(
-                tp, partition_log, "flushing", functools.partial(partition_log.maintain, now)
-            )
+        for logs in current_slices(self.logs):
+            for tp, partition_log in logs:
+                if partition_log.maintenance_due:  # a cheap property: most logs have no work
+                    self._guarded(
+                        tp,
+                        partition_log,
+                        "flushing",
+                        functools.partial(partition_log.maintain, now),
+                    )
+            yield
         for i, (_, task, interval) in enumerate(self._tasks):
             if now < self._next_run[i]:
                 continue
             self._next_run[i] = now + interval
-            task(now)
+            yield from task(now)
         self._deleted = [d for d in self._deleted if d.release_retired(now)]
 
     def _guarded(
@@ -550,21 +563,25 @@ class LogManager:
             if self.logs.get(tp) is partition_log:  # not deleted meanwhile
                 self.fail_log(partition_log, f"{what} the log of {tp[0]}-{tp[1]}", exc)
 
-    def _delete_old_segments(self, _now: int) -> None:
+    def _delete_old_segments(self, _now: int) -> Iterator[None]:
         """Retention of the logs the cleaner does not own (Kafka's ``cleanupLogs``): with a
         cleaner, compacted logs are its job; without one they keep all their segments."""
-        for tp, partition_log in self:
-            if partition_log.config.compact:
-                continue
-            if self.cleaner is not None and self.cleaner.is_cleaning(tp):
-                continue  # its policy just changed from compact; the round must end first
-            self._guarded(
-                tp, partition_log, "deleting old segments of", partition_log.delete_old_segments
-            )
+        for logs in current_slices(self.logs):
+            for tp, partition_log in logs:
+                if partition_log.config.compact:
+                    continue
+                if self.cleaner is not None and self.cleaner.is_cleaning(tp):
+                    continue  # its policy just changed from compact; the round must end first
+                self._guarded(
+                    tp, partition_log, "deleting old segments of", partition_log.delete_old_segments
+                )
+            yield
 
-    def _remove_expired_producers(self, now: int) -> None:
-        for _, partition_log in self:
-            partition_log.remove_expired_producers(now)
+    def _remove_expired_producers(self, now: int) -> Iterator[None]:
+        for logs in current_slices(self.logs):
+            for _, partition_log in logs:
+                partition_log.remove_expired_producers(now)
+            yield
 
     def checkpoint(self) -> None:
         """Write all three offset checkpoints of every log directory now."""
@@ -573,19 +590,10 @@ class LogManager:
         self.checkpoint_high_watermarks()
 
     def checkpoint_recovery_points(self, in_background: bool = False) -> None:
-        self._write_checkpoints(
-            RECOVERY_POINT_CHECKPOINT, lambda p: p.recovery_point, in_background
-        )
+        self._write_checkpoints(RECOVERY_POINT_CHECKPOINT, _recovery_point, in_background)
 
     def checkpoint_log_start_offsets(self, in_background: bool = False) -> None:
-        # As Kafka: only logs whose start moved past their first segment's base offset.
-        self._write_checkpoints(
-            LOG_START_OFFSET_CHECKPOINT,
-            lambda p: (
-                p.log_start_offset if p.log_start_offset > p.segments[0].base_offset else None
-            ),
-            in_background,
-        )
+        self._write_checkpoints(LOG_START_OFFSET_CHECKPOINT, _log_start, in_background)
 
     async def save_log_start_offsets(self) -> None:
         """The log start offset checkpoint, written by the checkpoint thread; returns once
@@ -599,22 +607,39 @@ class LogManager:
         self._checkpoints.drain()
 
     def checkpoint_high_watermarks(self, in_background: bool = False) -> None:
-        self._write_checkpoints(
-            REPLICATION_OFFSET_CHECKPOINT, lambda p: p.high_watermark, in_background
-        )
+        self._write_checkpoints(REPLICATION_OFFSET_CHECKPOINT, _high_watermark, in_background)
 
     def _write_checkpoints(
         self, file_name: str, value: Callable[[PartitionLog], int | None], in_background: bool
     ) -> None:
-        """One checkpoint file per online directory: written now, or handed to the
-        checkpoint thread (``in_background``; the periodic writes), so that a file of many
-        partitions does not hold up the event loop."""
+        """All steps of ``_checkpoint_steps`` at once."""
+        for _ in self._checkpoint_steps(file_name, value, in_background):
+            pass
+
+    def _checkpoint_steps(
+        self,
+        file_name: str,
+        value: Callable[[PartitionLog], int | None],
+        in_background: bool = True,
+    ) -> Iterator[None]:
+        """One checkpoint file per online directory: the offsets read a slice of logs at
+        a time, then the files written now or handed to the checkpoint thread
+        (``in_background``: the periodic writes), so that neither the reading nor the
+        writing of many partitions holds up the event loop. As when the thread writes a
+        file after a log was deleted, a log deleted after its slice was read is in the
+        file until the next one."""
         by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.online_dirs}
-        for tp, partition_log in self.logs.items():
-            offsets = by_dir.get(self._dir_of[tp])
-            if offsets is not None and (offset := value(partition_log)) is not None:
-                offsets[tp] = offset
+        dir_of = self._dir_of
+        for logs in current_slices(self.logs):
+            for tp, partition_log in logs:
+                offsets = by_dir.get(dir_of[tp])
+                if offsets is not None and (offset := value(partition_log)) is not None:
+                    offsets[tp] = offset
+            yield
+        online = self.online_dirs
         for log_dir, offsets in by_dir.items():
+            if log_dir not in online:
+                continue
             if in_background:
                 self._checkpoints.submit(log_dir / file_name, offsets)
                 continue
@@ -710,3 +735,18 @@ def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
     except CorruptCheckpointError as exc:
         log.warning("ignoring %s", exc)
         return {}
+
+
+def _recovery_point(partition_log: PartitionLog) -> int:
+    return partition_log.recovery_point
+
+
+def _high_watermark(partition_log: PartitionLog) -> int:
+    return partition_log.high_watermark
+
+
+def _log_start(partition_log: PartitionLog) -> int | None:
+    """As Kafka: only logs whose start moved past their first segment's base offset."""
+    if partition_log.log_start_offset > partition_log.segments[0].base_offset:
+        return partition_log.log_start_offset
+    return None
