@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Benchmarks of the log's life: crash recovery, compaction, and the durable flush policy.
+"""Benchmarks of the log's life: crash recovery, compaction, the durable flush policy, housekeeping.
 
     python scripts/bench_log.py                      # all three, default sizes
     python scripts/bench_log.py recovery --mb 1024   # one of them, bigger
     python scripts/bench_log.py cleaner --mb 128 --keys 20000
     python scripts/bench_log.py durable --records 200000
+    python scripts/bench_log.py housekeeping --partitions 100000
 
 ``recovery``: a log is written with nothing flushed and no recovery point, the
 process "crashes" (descriptors dropped, nothing closed), and the time to reopen
@@ -20,6 +21,11 @@ MB of log read per second, and the longest the event loop waited meanwhile
 every acknowledgement) against the default (flushing left to the OS), end to
 end through a broker and librdkafka (acks=all), and for the log alone.
 
+``housekeeping``: the periodic work of a log manager holding many partitions (one
+record each, made on tmpfs where there is one: creating a log costs four fsyncs), every
+task due at once, a step at a time as the broker's event loop runs it: the steps, the
+longest and the total. Between steps the broker serves other requests.
+
 A benchmark, not a test: it checks only what the numbers need to mean anything.
 """
 
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import sys
 import tempfile
@@ -43,6 +50,7 @@ from bench_throughput import create_topic, produce  # noqa: E402
 
 from kpybroker.log.log_cleaner import LogCleaner  # noqa: E402
 from kpybroker.log.log_config import CleanerConfig, LogConfig  # noqa: E402
+from kpybroker.log.log_manager import LogManager  # noqa: E402
 from kpybroker.log.partition_log import PartitionLog, wall_clock_ms  # noqa: E402
 from kpybroker.protocol.records import NewRecord, build_batch  # noqa: E402
 from tests.helpers.brokers import launcher  # noqa: E402
@@ -189,19 +197,53 @@ def bench_durable(records: int, log_batches: int) -> None:
         )
 
 
+def bench_housekeeping(partitions: int) -> None:
+    shm = Path("/dev/shm")
+    with tempfile.TemporaryDirectory(
+        prefix="kpybroker-bench-log-", dir=shm if shm.is_dir() else None
+    ) as name:
+        logs = LogManager([Path(name)], broker_id=0, cluster_id="bench-housekeeping")
+        record = build_batch([NewRecord(None, os.urandom(VALUE_SIZE))])
+        start = time.perf_counter()
+        for index in range(partitions):
+            partition_log = logs.get_or_create(f"t{index // 10_000}", index % 10_000, None)
+            partition_log.append(bytearray(record), 0)
+            partition_log.update_high_watermark(partition_log.log_end_offset)
+        print(f"housekeeping: {partitions} logs made in {time.perf_counter() - start:.1f} s")
+        gc.collect()
+        gc.freeze()  # as the broker does once its logs are loaded (heap_freezer)
+        steps = []
+        start = last = time.perf_counter()
+        for _ in logs.periodic_steps(now_ms=2**62):  # every task due
+            now = time.perf_counter()
+            steps.append(now - last)
+            last = now
+        steps.sort()
+        longest, p99 = steps[-1] * 1e3, steps[len(steps) * 99 // 100] * 1e3
+        print(
+            f"  every task due: {len(steps)} steps, {(last - start) * 1e3:.0f} ms in all; "
+            f"longest step {longest:.1f} ms, p99 {p99:.1f} ms"
+        )
+        logs.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", nargs="*", choices=["recovery", "cleaner", "durable"])
+    parser.add_argument(
+        "which", nargs="*", choices=["recovery", "cleaner", "durable", "housekeeping"]
+    )
     parser.add_argument("--mb", type=int, help="log size for recovery (256) and cleaner (64)")
     parser.add_argument("--keys", type=int, default=10_000, help="distinct keys for cleaner")
     parser.add_argument("--records", type=int, default=1_000_000, help="records for durable")
     parser.add_argument("--log-batches", type=int, default=2_000, help="batches for durable")
+    parser.add_argument("--partitions", type=int, default=100_000, help="for housekeeping")
     parser.add_argument("--drop-caches", action="store_true", help="cold-cache recovery (root)")
     args = parser.parse_args()
     runs: dict[str, Callable[[], None]] = {
         "recovery": lambda: bench_recovery(args.mb or 256, args.drop_caches),
         "cleaner": lambda: bench_cleaner(args.mb or 64, args.keys),
         "durable": lambda: bench_durable(args.records, args.log_batches),
+        "housekeeping": lambda: bench_housekeeping(args.partitions),
     }
     for name in args.which or runs:
         runs[name]()
