@@ -202,6 +202,10 @@ def run_scenario(s: Scenario, faulty: Path, healthy: Path, shut_down: Callable[[
     for version in DESCRIBE_LOG_DIRS_VERSIONS:
         request = describe_log_dirs.DescribeLogDirsRequest(topics=None)
         s.record(f"describe log dirs v{version}", request, version)
+    # As describeReplicaLogDirs and kafka-log-dirs.sh --topic-list ask: named partitions.
+    wanted = [describe_log_dirs.DescribableLogDirTopic(topic=TOPIC, partitions=[0, 1])]
+    request = describe_log_dirs.DescribeLogDirsRequest(topics=wanted)
+    s.record("describe log dirs of the topic", request, 4)
     request = describe_topic_partitions.DescribeTopicPartitionsRequest(
         topics=[describe_topic_partitions.TopicRequest(name=TOPIC)], response_partition_limit=100
     )
@@ -221,7 +225,8 @@ def run_scenario(s: Scenario, faulty: Path, healthy: Path, shut_down: Callable[[
 
 
 #: The brokers compared, by name: kpybroker, and Kafka with its defaults and without
-#: eligible leader replicas (KIP-966, on by default since 4.1), which kpybroker has not.
+#: eligible leader replicas (KIP-966, on in a cluster formatted with 4.4's defaults),
+#: which kpybroker has not.
 TARGETS: dict[str, dict[str, Any]] = {
     "kpybroker": {},
     "kafka": {},
