@@ -61,7 +61,7 @@ def random_cluster_id() -> str:
 
 
 #: kpybroker settings that Kafka has as feature levels, chosen when the storage is formatted.
-FORMAT_FEATURES = frozenset({"transaction.version"})
+FORMAT_FEATURES = frozenset({"transaction.version", "eligible.leader.replicas.version"})
 
 
 class ReferenceKafka(ManagedBroker):
@@ -107,10 +107,14 @@ class ReferenceKafka(ManagedBroker):
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.log_dir),
+            # The metadata log stays in ``log_dir`` when a test gives other log.dirs:
+            # Kafka halts when the metadata log's directory fails, and a test that
+            # fails one of its log dirs wants the broker to live on.
+            "metadata.log.dir": str(self.log_dir),
             **SINGLE_NODE_DEFAULTS,
         }
         for key, value in self.overrides.items():
-            if key in ("listeners", "log.dirs"):
+            if key in ("listeners", "metadata.log.dir"):
                 raise ValueError(f"ReferenceKafka sets {key} itself")
             if key not in FORMAT_FEATURES:
                 settings[key] = value
