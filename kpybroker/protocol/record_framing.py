@@ -174,7 +174,11 @@ def check_framing_compiled(section: Buffer, record_count: int, max_record_size: 
         raise AssertionError("the compiled walk refused a section the Python walk accepts")
 
 
-def _chosen() -> Callable[[Buffer, int, int], None]:
+#: A walk: ``check_framing_python``, ``check_framing_compiled``, or ``check_framing``.
+Walk = Callable[[Buffer, int, int], None]
+
+
+def _chosen() -> Walk:
     """The compiled walk when it was built, unless KPYBROKER_PURE_PYTHON=1 asks for the
     Python one (to compare them, or to rule the extension out)."""
     if well_framed is None or os.environ.get("KPYBROKER_PURE_PYTHON") == "1":

@@ -7,7 +7,6 @@ differential test checks that they give the same verdict and message on any sect
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
 import pytest
 from hypothesis import example, given, settings
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 
 from kpybroker.protocol import record_framing
 from kpybroker.protocol.errors import KafkaError
+from kpybroker.protocol.record_framing import Walk
 from kpybroker.protocol.records import (
     BATCH_HEADER_SIZE,
     InvalidRecordError,
@@ -27,8 +27,6 @@ from kpybroker.protocol.records import (
 )
 
 NO_LIMIT = 2_147_483_639
-
-Walk = Callable[[bytes, int, int], None]
 
 COMPILED = pytest.param(
     record_framing.check_framing_compiled,
