@@ -7,11 +7,14 @@
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
-# The package and its dependencies (all of them wheels) in a virtual environment; pip and
-# the build's caches stay in this stage.
+# The package and its dependencies (all of them wheels) in a virtual environment; pip, the
+# C compiler that builds the compiled record walk (setup.py) and the build's caches stay in
+# this stage.
 FROM ${PYTHON_IMAGE} AS build
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 RUN python3 -m venv /opt/kpybroker
-COPY pyproject.toml README.md /src/
+COPY pyproject.toml setup.py README.md /src/
 COPY kpybroker /src/kpybroker
 RUN /opt/kpybroker/bin/pip install --no-cache-dir --disable-pip-version-check /src \
     && /opt/kpybroker/bin/pip uninstall --yes pip
