@@ -173,9 +173,10 @@ def outcome(walk: Walk, section: bytes, record_count: int, max_record_size: int)
 
 @st.composite
 def framed_sections(draw: st.DrawFn) -> tuple[bytes, int, int]:
-    """A section of a few random records, then maybe mutated: bytes overwritten, inserted
-    or deleted, including runs of continuation bytes (long and non-canonical varints);
-    with the header's record count or one off, and a maximum record size that may bite."""
+    """A section of a few random records, then maybe mutated: bytes overwritten or deleted,
+    including runs of continuation bytes (long and non-canonical varints); with the
+    header's record count, one off or beyond 64 bits, and a maximum record size that may
+    bite (beyond 64 bits either way: the compiled walk clamps what Python keeps whole)."""
     records = draw(
         st.lists(
             st.builds(
@@ -201,8 +202,8 @@ def framed_sections(draw: st.DrawFn) -> tuple[bytes, int, int]:
             section[position : position + len(patch)] = patch
         else:
             del section[position : position + len(patch)]
-    count = len(records) + draw(st.sampled_from([0, 0, -1, 1]))
-    max_record_size = draw(st.sampled_from([NO_LIMIT, 100, 0]))
+    count = len(records) + draw(st.sampled_from([0, 0, -1, 1, 2**70]))
+    max_record_size = draw(st.sampled_from([NO_LIMIT, 100, 0, 2**70, -(2**70)]))
     return bytes(section), count, max_record_size
 
 
