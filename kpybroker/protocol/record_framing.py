@@ -14,25 +14,19 @@ with copies of every key, value and header. This runs on every compressed batch
 produced, so it reads the fields as integers, steps over the bytes, and keeps
 the one- and two-byte varints (most lengths and deltas) inline. It is still
 Python work per record, about a microsecond each, so the same walk is also compiled
-(``_record_framing.c``, built by setup.py when a C compiler is there): :func:`check_framing`
-is the compiled one when it was built, unless the environment sets
-``KPYBROKER_PURE_PYTHON=1`` (tests and benchmarks compare the two), and
-:func:`check_framing_python` otherwise. The compiled walk only gives a verdict; on a
-refusal the Python walk runs again to raise Kafka's message, which is kept here
-alone. The cost of compressed produce with each is measured in docs/limits.md.
+(``_record_walks.c``): :func:`check_framing` is the compiled one where ``compiled.walks``
+has it, and :func:`check_framing_python` otherwise. The compiled walk only gives a
+verdict; on a refusal the Python walk runs again to raise Kafka's message, which is
+kept here alone. The cost of compressed produce with each is measured in
+docs/limits.md.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
+from .compiled import walks
 from .records import Buffer, InvalidRecordError
-
-try:
-    from ._record_framing import well_framed
-except ImportError:  # built without a C compiler: the Python walk serves
-    well_framed = None
 
 _STRUCTURE = "Found invalid record structure"
 
@@ -164,12 +158,12 @@ def _skip_headers(data: Buffer, pos: int, end: int) -> int:
 
 
 def check_framing_compiled(section: Buffer, record_count: int, max_record_size: int) -> None:
-    """:func:`check_framing_python`'s checks, walked in C; needs the compiled module.
+    """:func:`check_framing_python`'s checks, walked in C; needs ``compiled.walks``.
 
     A refused section is walked again in Python, whose exception is raised: a refusal
     is rare and pays what it paid before, and the messages stay in one place.
     """
-    if not well_framed(section, record_count, max_record_size):
+    if not walks.well_framed(section, record_count, max_record_size):
         check_framing_python(section, record_count, max_record_size)
         raise AssertionError("the compiled walk refused a section the Python walk accepts")
 
@@ -177,13 +171,4 @@ def check_framing_compiled(section: Buffer, record_count: int, max_record_size: 
 #: A walk: ``check_framing_python``, ``check_framing_compiled``, or ``check_framing``.
 Walk = Callable[[Buffer, int, int], None]
 
-
-def _chosen() -> Walk:
-    """The compiled walk when it was built, unless KPYBROKER_PURE_PYTHON=1 asks for the
-    Python one (to compare them, or to rule the extension out)."""
-    if well_framed is None or os.environ.get("KPYBROKER_PURE_PYTHON") == "1":
-        return check_framing_python
-    return check_framing_compiled
-
-
-check_framing = _chosen()
+check_framing: Walk = check_framing_python if walks is None else check_framing_compiled

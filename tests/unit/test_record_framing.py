@@ -12,28 +12,26 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kpybroker.protocol import record_framing
+from kpybroker.protocol import compiled, record_framing
 from kpybroker.protocol.errors import KafkaError
 from kpybroker.protocol.record_framing import Walk
 from kpybroker.protocol.records import (
     BATCH_HEADER_SIZE,
     InvalidRecordError,
     NewRecord,
-    Record,
     build_batch,
-    build_retained_batch,
     decode_records,
     parse_header,
 )
+from tests.helpers.record_sections import mutated_sections, section_of
 
 NO_LIMIT = 2_147_483_639
+NOT_BUILT = "the extension was not built, or KPYBROKER_PURE_PYTHON=1"
 
 COMPILED = pytest.param(
     record_framing.check_framing_compiled,
     id="compiled",
-    marks=pytest.mark.skipif(
-        record_framing.well_framed is None, reason="the extension was not built"
-    ),
+    marks=pytest.mark.skipif(compiled.walks is None, reason=NOT_BUILT),
 )
 
 
@@ -41,17 +39,6 @@ COMPILED = pytest.param(
 def check_framing(request: pytest.FixtureRequest) -> Walk:
     """Each walk in turn."""
     return request.param
-
-
-def section_of(records: list[NewRecord], deltas: list[int] | None = None) -> bytes:
-    """The uncompressed records section of ``records``, with ``deltas`` as offset deltas."""
-    batch = build_batch(records)
-    if deltas is not None:
-        moved = [
-            Record(d, 0, r.key, r.value, r.headers) for d, r in zip(deltas, records, strict=True)
-        ]
-        batch = build_retained_batch(parse_header(batch), moved)
-    return batch[BATCH_HEADER_SIZE:]
 
 
 VARIED = [
@@ -173,41 +160,16 @@ def outcome(walk: Walk, section: bytes, record_count: int, max_record_size: int)
 
 @st.composite
 def framed_sections(draw: st.DrawFn) -> tuple[bytes, int, int]:
-    """A section of a few random records, then maybe mutated: bytes overwritten or deleted,
-    including runs of continuation bytes (long and non-canonical varints); with the
-    header's record count, one off or beyond 64 bits, and a maximum record size that may
-    bite (beyond 64 bits either way: the compiled walk clamps what Python keeps whole)."""
-    records = draw(
-        st.lists(
-            st.builds(
-                NewRecord,
-                st.none() | st.binary(max_size=200),
-                st.none() | st.binary(max_size=300),
-                st.lists(
-                    st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=20)), max_size=3
-                ).map(tuple),
-                st.just(0),
-            ),
-            min_size=1,
-            max_size=80,
-        )
-    )
-    section = bytearray(section_of(records))
-    for _ in range(draw(st.integers(0, 3))):
-        position = draw(st.integers(0, len(section)))
-        patch = draw(
-            st.binary(min_size=1, max_size=4) | st.sampled_from([b"\x80\x00", b"\xff" * 10])
-        )
-        if draw(st.booleans()):
-            section[position : position + len(patch)] = patch
-        else:
-            del section[position : position + len(patch)]
-    count = len(records) + draw(st.sampled_from([0, 0, -1, 1, 2**70]))
+    """A valid or mutated section, with the header's record count, one off or beyond 64
+    bits, and a maximum record size that may bite (beyond 64 bits either way: the
+    compiled walk clamps what Python keeps whole)."""
+    section, records = draw(mutated_sections())
+    count = records + draw(st.sampled_from([0, 0, -1, 1, 2**70]))
     max_record_size = draw(st.sampled_from([NO_LIMIT, 100, 0, 2**70, -(2**70)]))
-    return bytes(section), count, max_record_size
+    return section, count, max_record_size
 
 
-@pytest.mark.skipif(record_framing.well_framed is None, reason="the extension was not built")
+@pytest.mark.skipif(compiled.walks is None, reason=NOT_BUILT)
 @settings(max_examples=1500, derandomize=True, deadline=None)
 @example((QUIRKY_DELTA, 1, NO_LIMIT))
 @example((HEADER_PAST_THE_END, 1, NO_LIMIT))
@@ -217,9 +179,9 @@ def test_the_compiled_walk_agrees_with_the_python_walk(case: tuple[bytes, int, i
     """Same verdict and same message on valid, mutated and random sections."""
     section, count, max_record_size = case
     python = outcome(record_framing.check_framing_python, section, count, max_record_size)
-    compiled = outcome(record_framing.check_framing_compiled, section, count, max_record_size)
+    in_c = outcome(record_framing.check_framing_compiled, section, count, max_record_size)
     for buffer in (bytearray(section), memoryview(section)):
         assert (
             outcome(record_framing.check_framing_compiled, buffer, count, max_record_size) == python
         )
-    assert compiled == python
+    assert in_c == python
