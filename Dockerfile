@@ -8,10 +8,11 @@
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # The package and its dependencies (all of them wheels) in a virtual environment; pip and
-# the build's caches stay in this stage.
+# the build's caches stay in this stage. The slim image has no C compiler, so setup.py's
+# compiled record walks are skipped and the broker walks records in Python (docs/limits.md).
 FROM ${PYTHON_IMAGE} AS build
 RUN python3 -m venv /opt/kpybroker
-COPY pyproject.toml README.md /src/
+COPY pyproject.toml setup.py README.md /src/
 COPY kpybroker /src/kpybroker
 RUN /opt/kpybroker/bin/pip install --no-cache-dir --disable-pip-version-check /src \
     && /opt/kpybroker/bin/pip uninstall --yes pip

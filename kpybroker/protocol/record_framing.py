@@ -13,12 +13,19 @@ Why a separate walk from ``records.iter_records``: that one builds a ``Record``
 with copies of every key, value and header. This runs on every compressed batch
 produced, so it reads the fields as integers, steps over the bytes, and keeps
 the one- and two-byte varints (most lengths and deltas) inline. It is still
-Python work per record, about a microsecond each: the cost of compressed produce
-is measured in docs/limits.md.
+Python work per record, about a microsecond each, so the same walk is also compiled
+(``_record_walks.c``): :func:`check_framing` is the compiled one where ``compiled.walks``
+has it, and :func:`check_framing_python` otherwise. The compiled walk only gives a
+verdict; on a refusal the Python walk runs again to raise Kafka's message, which is
+kept here alone. The cost of compressed produce with each is measured in
+docs/limits.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from .compiled import walks
 from .records import Buffer, InvalidRecordError
 
 _STRUCTURE = "Found invalid record structure"
@@ -38,7 +45,7 @@ def _uvarint(data: Buffer, pos: int) -> tuple[int, int]:
     raise InvalidRecordError(_STRUCTURE)
 
 
-def check_framing(section: Buffer, record_count: int, max_record_size: int) -> None:
+def check_framing_python(section: Buffer, record_count: int, max_record_size: int) -> None:
     """Check that ``section`` holds exactly ``record_count`` well-formed records whose offset
     deltas are 0, 1, 2....
 
@@ -148,3 +155,20 @@ def _skip_headers(data: Buffer, pos: int, end: int) -> int:
         if not raw & 1:
             pos += raw >> 1
     return pos
+
+
+def check_framing_compiled(section: Buffer, record_count: int, max_record_size: int) -> None:
+    """:func:`check_framing_python`'s checks, walked in C; needs ``compiled.walks``.
+
+    A refused section is walked again in Python, whose exception is raised: a refusal
+    is rare and pays what it paid before, and the messages stay in one place.
+    """
+    if not walks.well_framed(section, record_count, max_record_size):
+        check_framing_python(section, record_count, max_record_size)
+        raise AssertionError("the compiled walk refused a section the Python walk accepts")
+
+
+#: A walk: ``check_framing_python``, ``check_framing_compiled``, or ``check_framing``.
+Walk = Callable[[Buffer, int, int], None]
+
+check_framing: Walk = check_framing_python if walks is None else check_framing_compiled

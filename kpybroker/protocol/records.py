@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, TypeAlias
 
+from .compiled import walks
 from .compression import CompressionError, DecompressedTooLarge, decompress
 from .compression import compress as compress_records
 from .crc import crc32c
@@ -476,18 +477,30 @@ def scan_record_keys(batch_bytes: Buffer) -> BatchKeys:
     bounds are checked once per record: every field read must end before the
     record does, and reading past the data is a truncation. Raises as
     :func:`iter_records` does for what it reads.
+
+    The walk is compiled where ``compiled.walks`` is there; it leaves what it is unsure
+    of (errors, values past 64 bits) to :func:`scan_section_keys_python`.
     """
     header, section = _records_section(batch_bytes)
     data = bytes(section)  # slices of bytes are the keys, without a copy of a view first
+    if walks is not None:
+        scanned = walks.scan_keys(data, header.record_count, header.base_offset)
+        if scanned is not None:
+            return BatchKeys(*scanned)
+    return scan_section_keys_python(data, header.record_count, header.base_offset)
+
+
+def scan_section_keys_python(data: bytes, record_count: int, base_offset: int) -> BatchKeys:
+    """:func:`scan_record_keys` over a decompressed records section, in Python: the
+    reference of the compiled walk, and its fallback."""
     end = len(data)
-    base_offset = header.base_offset
     offsets: list[int] = []
     keys: list[bytes | None] = []
     null_values: list[int] = []
     null_keys = 0
     pos = 0
     try:
-        for i in range(header.record_count):
+        for i in range(record_count):
             b = data[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
@@ -541,7 +554,7 @@ def scan_record_keys(batch_bytes: Buffer) -> BatchKeys:
         raise InvalidRecordError("record truncated inside a varint") from None
     if pos != end:
         raise InvalidRecordError(
-            f"{end - pos} bytes left after the declared {header.record_count} records"
+            f"{end - pos} bytes left after the declared {record_count} records"
         )
     return BatchKeys(offsets, keys, null_keys, null_values)
 
