@@ -44,5 +44,6 @@ class HeapFreezer:
             gc.collect(2 if self._thawed else 1)
             gc.freeze()
             self._thawed = False
-            log.debug("froze %d objects at %d partitions", gc.get_freeze_count(), partitions)
+            if log.isEnabledFor(logging.DEBUG):  # counting walks every frozen object
+                log.debug("froze %d objects at %d partitions", gc.get_freeze_count(), partitions)
         self._partitions = partitions

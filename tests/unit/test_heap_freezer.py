@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import weakref
 
 import pytest
@@ -47,3 +48,16 @@ def test_cycles_of_what_went_away_are_collected_and_the_heap_frozen_again() -> N
     heap.settle(9)
     assert gc.get_freeze_count() > 0
     assert alive() is None
+
+
+def test_the_frozen_objects_are_counted_only_for_a_debug_log(monkeypatch, caplog) -> None:
+    """Counting them walks every frozen object: at 30,000 partitions that held the
+    event loop for up to 0.76 s on every growth, while the count went to a disabled log."""
+    counted = []
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: counted.append(1) or 0)
+    caplog.set_level(logging.INFO, logger="kpybroker.server.heap_freezer")
+    HeapFreezer().settle(10)
+    assert counted == []
+    caplog.set_level(logging.DEBUG, logger="kpybroker.server.heap_freezer")
+    HeapFreezer().settle(10)
+    assert counted == [1]
