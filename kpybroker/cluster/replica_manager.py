@@ -140,8 +140,7 @@ class ReplicaManager:
         and a topic of thousands of partitions must not cost thousands per change)."""
         if name not in self._cluster.topics():
             self._creator.forget_topic(name)
-            for partition in self.remove_topic(name):
-                self._logs.delete_partition(name, partition.index)
+            self._logs.delete_partitions(name, [p.index for p in self.remove_topic(name)])
             return
         if only is None:
             meta = self._cluster.topics()[name]
