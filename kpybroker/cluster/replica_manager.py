@@ -141,8 +141,7 @@ class ReplicaManager:
         and a topic of thousands of partitions must not cost thousands per change)."""
         if name not in self._cluster.topics():
             self._creator.forget_topic(name)
-            for partition in self.remove_topic(name):
-                self._logs.delete_partition(name, partition.index)
+            self._logs.delete_partitions(name, [p.index for p in self.remove_topic(name)])
             return
         if only is None:
             meta = self._cluster.topics()[name]
@@ -209,13 +208,16 @@ class ReplicaManager:
         """Queued logs exist: host their partitions (or delete a log whose topic went away
         or was re-created meanwhile), then tell the hosting listeners, once per topic."""
         topics = set()
+        stale: dict[str, list[int]] = {}
         for spec, _ in made:
             found = self._cluster.partition(spec.topic, spec.partition)
             if found is None or found[0].bytes != spec.topic_id:
-                self._logs.delete_partition(spec.topic, spec.partition)
+                stale.setdefault(spec.topic, []).append(spec.partition)
                 continue
             self.apply_topic(spec.topic, spec.partition)
             topics.add(spec.topic)
+        for topic, partitions in stale.items():  # one checkpoint and fsync per topic
+            self._logs.delete_partitions(topic, partitions)
         for topic in topics:
             for listener in list(self._hosting_listeners):
                 listener(topic)

@@ -210,6 +210,12 @@ class CleanerManager:
             entries.pop(tp, None)
         else:
             entries[tp] = offset
+        self.prune_checkpoint(log_dir)
+
+    def prune_checkpoint(self, log_dir: Path) -> None:
+        """Rewrite the directory's file keeping only partitions that still exist: once for
+        all the partitions that went away together (a deleted topic)."""
+        entries = self._checkpoints[log_dir]
         live = {tp for tp, _, d in self._logs() if d == log_dir}
         for gone in set(entries) - live:
             del entries[gone]

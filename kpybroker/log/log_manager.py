@@ -34,13 +34,14 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NoReturn
 
 from kpybroker.log.checkpoint import (
     CorruptCheckpointError,
+    fsync_dir,
     read_offset_checkpoint,
 )
 from kpybroker.log.checkpoint_writer import CheckpointWriter
@@ -397,18 +398,32 @@ class LogManager:
                 partition_log.config = config
 
     def delete_partition(self, topic: str, partition: int) -> bool:
-        """Delete a partition's log and directory; False if this broker has none.
+        """Delete a partition's log and directory; False if this broker has none."""
+        return bool(self.delete_partitions(topic, [partition]))
 
-        A compaction round on it is aborted first (this waits for the cleaner's
-        thread to let go of its segments) and its cleaner checkpoint entry goes.
+    def delete_partitions(self, topic: str, partitions: Iterable[int]) -> list[int]:
+        """Delete these partitions' logs and directories; the ones this broker had.
+
+        A compaction round on one is aborted first (this waits for the cleaner's
+        thread to let go of its segments) and its cleaner checkpoint entry goes. The
+        cleaner checkpoint is rewritten and the renames are made durable once per log
+        directory, not once per partition: these run on the event loop, and a topic of
+        a hundred partitions deleted one ``fsync`` at a time held it for seconds.
         """
-        partition_log = self._forget((topic, partition))
-        if partition_log is None:
-            return False
-        partition_log.delete()
-        self._deleted.append(partition_log)
-        log.info("deleted log for %s-%d", topic, partition)
-        return True
+        deleted = {p: plog for p in partitions if (plog := self._forget((topic, p))) is not None}
+        for plog in deleted.values():
+            plog.mark_deleted()
+        parents = {plog.directory.parent for plog in deleted.values()}
+        if self.cleaner is not None:
+            for log_dir in parents:
+                self.cleaner.manager.prune_checkpoint(log_dir)
+        for parent in parents:
+            fsync_dir(parent)
+        for partition, plog in deleted.items():
+            plog.remove_files()
+            self._deleted.append(plog)
+            log.info("deleted log for %s-%d", topic, partition)
+        return list(deleted)
 
     def set_aside_stray(self, topic: str, partition: int) -> Path | None:
         """Stop managing a partition's log and keep its files in a ``…-stray`` directory
@@ -418,11 +433,13 @@ class LogManager:
         partition_log = self._forget((topic, partition))
         if partition_log is None:
             return None
+        if self.cleaner is not None:
+            self.cleaner.manager.prune_checkpoint(partition_log.directory.parent)
         return partition_log.set_aside()
 
     def _forget(self, tp: TopicPartition) -> PartitionLog | None:
-        """Take a log out of this manager and out of the cleaner's rounds and checkpoint;
-        a move of it to another log directory stops first."""
+        """Take a log out of this manager and out of the cleaner's rounds (the caller then
+        prunes the cleaner's checkpoint); a move of it to another log directory stops first."""
         self.moves.cancel(tp)
         partition_log = self.logs.get(tp)
         if partition_log is None:
@@ -432,8 +449,6 @@ class LogManager:
         del self.logs[tp]
         log_dir = self._dir_of.pop(tp)
         self._dir_load[log_dir] -= 1
-        if self.cleaner is not None:
-            self.cleaner.manager.update_checkpoint(log_dir, tp, None)
         return partition_log
 
     # -- moves between log directories (AlterReplicaLogDirs) ---------------------------

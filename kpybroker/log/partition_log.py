@@ -802,24 +802,28 @@ class PartitionLog:
         self.producer_state.take_snapshot(self.log_end_offset, sync=True)
         self.release_descriptors()
 
-    def delete(self) -> None:
-        """Remove the partition: rename the directory to ``…-delete``, then delete it.
+    def mark_deleted(self) -> None:
+        """The first step of removing the partition: rename the directory to ``…-delete``
+        and retire the segments.
 
-        The rename makes the removal atomic for a restart (a ``-delete``
-        directory is never loaded); descriptors are kept for ``file.delete.delay.ms``
-        as for deleted segments.
-        """
+        The rename makes the removal atomic for a restart (a ``-delete`` directory is
+        never loaded); descriptors are kept for ``file.delete.delay.ms`` as for deleted
+        segments. The caller makes the rename durable (one ``fsync`` of the parent serves
+        every log deleted together, as Kafka's ``asyncDelete`` of many partitions
+        checkpoints once per directory) before :meth:`remove_files`."""
         target = self.directory.with_name(delete_dir_name(self.name))
         self.directory.rename(target)
-        fsync_dir(target.parent)
         self.directory = target
         for segment in self.segments:
             segment.offset_index.unload()
             segment.time_index.unload()
         self._to_release.append((self._time_ms() + self.config.file_delete_delay_ms, self.segments))
         self.segments = []
-        shutil.rmtree(target)
         self.deleted = True
+
+    def remove_files(self) -> None:
+        """The last step of removing the partition: delete the renamed directory."""
+        shutil.rmtree(self.directory)
 
     def set_aside(self) -> Path:
         """Close the log and rename its directory ``…-stray``, keeping every file: a log the

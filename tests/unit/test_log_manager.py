@@ -1,5 +1,7 @@
 """LogManager: log directories, checkpoints, clean shutdown and partition lifecycle."""
 
+import os
+
 import pytest
 
 from kpybroker.log import slices
@@ -113,6 +115,29 @@ def test_a_partition_in_two_dirs_is_refused(tmp_path) -> None:
         logs.close()
     with pytest.raises(RuntimeError, match="both"):
         manager(tmp_path / "a", tmp_path / "b")
+
+
+@pytest.mark.parametrize("partitions", [1, 40])
+def test_deleting_a_topic_fsyncs_once_per_log_dir_not_per_partition(
+    tmp_path, monkeypatch, partitions
+) -> None:
+    """The deletion runs on the event loop: a topic of many partitions must not cost an
+    fsync (or a rewrite of the cleaner checkpoint) per partition."""
+    logs = manager(tmp_path / "a", tmp_path / "b")
+    for p in range(partitions):
+        logs.get_or_create("gone", p, None)
+    logs.get_or_create("kept", 0, None)
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    assert logs.delete_partitions("gone", range(partitions + 1)) == list(range(partitions))
+    used_dirs = min(partitions, 2)
+    # Per log dir: the rename, and the cleaner checkpoint's file and directory.
+    assert len(synced) == 3 * used_dirs
+    assert [p.name for p in (tmp_path / "a").iterdir() if p.name.startswith("gone")] == []
+    assert [p.name for p in (tmp_path / "b").iterdir() if p.name.startswith("gone")] == []
+    assert logs.get("kept", 0) is not None
+    logs.close()
 
 
 def test_delete_partition(tmp_path) -> None:

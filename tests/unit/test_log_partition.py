@@ -326,7 +326,8 @@ def test_delete_removes_the_directory(tmp_path) -> None:
     log = open_log(tmp_path / "t-0")
     fill(log, 3)
     result = log.read(0, 1000, 9)
-    log.delete()
+    log.mark_deleted()
+    log.remove_files()
     assert list(tmp_path.iterdir()) == []
     assert parse_header(result.read_bytes()).base_offset == 0  # descriptors outlive the files
     log.release_descriptors()
