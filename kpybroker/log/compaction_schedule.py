@@ -33,7 +33,10 @@ from kpybroker.log.partition_log import PartitionLog
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-#: ``(topic-partition, its log, its log directory)`` for every log of the broker
+#: ``(topic-partition, its log, its log directory)`` for every compacted log of the broker
+#: (``cleanup.policy`` with ``compact``): the cleaner's checkpoints, rounds and retention
+#: concern only these, and at 100,000 partitions listing every log for each of them held
+#: the event loop for tens of milliseconds every ``log.cleaner.backoff.ms``.
 LogsView = Callable[[], Iterable[tuple[TopicPartition, PartitionLog, Path]]]
 
 
@@ -213,8 +216,10 @@ class CleanerManager:
         self.prune_checkpoint(log_dir)
 
     def prune_checkpoint(self, log_dir: Path) -> None:
-        """Rewrite the directory's file keeping only partitions that still exist: once for
-        all the partitions that went away together (a deleted topic)."""
+        """Rewrite the directory's file keeping only the compacted partitions that still
+        exist: once for all the partitions that went away together (a deleted topic). A
+        log whose policy no longer compacts loses its entry, and is cleaned from its start
+        if it compacts again."""
         entries = self._checkpoints[log_dir]
         live = {tp for tp, _, d in self._logs() if d == log_dir}
         for gone in set(entries) - live:
@@ -222,6 +227,6 @@ class CleanerManager:
         write_offset_checkpoint(log_dir / CLEANER_OFFSET_CHECKPOINT, entries)
 
     def forget_uncleanable(self) -> None:
-        """Drop deleted partitions from the uncleanable set (Kafka's
-        ``maintainUncleanablePartitions``)."""
+        """Drop deleted (or no longer compacted) partitions from the uncleanable set
+        (Kafka's ``maintainUncleanablePartitions``)."""
         self.uncleanable &= {tp for tp, _, _ in self._logs()}

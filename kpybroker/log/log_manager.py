@@ -183,7 +183,7 @@ class LogManager:
             self.cleaner = LogCleaner(
                 self.settings.cleaner,
                 self.online_dirs,
-                lambda: [(tp, plog, self._dir_of[tp]) for tp, plog in self.logs.items()],
+                self._compacted_logs,
                 time_ms,
                 self.fail_log,
             )
@@ -563,6 +563,11 @@ class LogManager:
             self._next_run[i] = now + interval
             yield from task(now)
         self._deleted = [d for d in self._deleted if d.release_retired(now)]
+
+    def _compacted_logs(self) -> list[tuple[TopicPartition, PartitionLog, Path]]:
+        """The cleaner's view: the compacted logs, each with its directory."""
+        dir_of = self._dir_of
+        return [(tp, plog, dir_of[tp]) for tp, plog in self.logs.items() if plog.config.compact]
 
     def _guarded(
         self,
