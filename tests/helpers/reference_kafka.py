@@ -107,12 +107,15 @@ class ReferenceKafka(ManagedBroker):
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.log_dir),
-            # The metadata log stays in ``log_dir`` when a test gives other log.dirs:
-            # Kafka halts when the metadata log's directory fails, and a test that
-            # fails one of its log dirs wants the broker to live on.
-            "metadata.log.dir": str(self.log_dir),
             **SINGLE_NODE_DEFAULTS,
         }
+        if "log.dirs" in self.overrides:
+            # The metadata log stays in ``log_dir`` when a test gives other log.dirs:
+            # Kafka halts when the metadata log's directory fails, and a test that
+            # fails one of its log dirs wants the broker to live on. Only then: a set
+            # metadata.log.dir is a STATIC_BROKER_CONFIG in DescribeConfigs, which the
+            # differential suite compares with kpybroker's default.
+            settings["metadata.log.dir"] = str(self.log_dir)
         for key, value in self.overrides.items():
             if key in ("listeners", "metadata.log.dir"):
                 raise ValueError(f"ReferenceKafka sets {key} itself")
