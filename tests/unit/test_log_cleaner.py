@@ -399,3 +399,21 @@ def test_a_record_outside_its_batchs_offset_range_is_kept_as_the_latest_of_its_k
     s.log.config = COMPACTED
     assert s.clean()
     assert (3, b"k1", b"v01") in stored_pairs(s.log)
+
+
+def test_the_cleaners_view_holds_only_compacted_logs(tmp_path) -> None:
+    """Its passes each log.cleaner.backoff.ms list the logs they concern, not every log: a
+    log that does not compact leaves the uncleanable set and the cleaner's checkpoint."""
+    configs = {"kept": COMPACTED, "deleted": LogConfig()}
+    logs = log_manager(tmp_path, configs.get)
+    kept = logs.get_or_create("kept", 0, None, COMPACTED)
+    logs.get_or_create("deleted", 0, None, LogConfig())
+    manager = logs.cleaner.manager
+    manager.uncleanable = {("kept", 0), ("deleted", 0)}
+    manager.forget_uncleanable()
+    assert manager.uncleanable == {("kept", 0)}
+    manager.update_checkpoint(tmp_path, ("deleted", 0), 5)
+    manager.update_checkpoint(tmp_path, ("kept", 0), kept.log_end_offset)
+    assert manager.checkpointed(tmp_path, ("deleted", 0)) is None
+    assert manager.checkpointed(tmp_path, ("kept", 0)) == kept.log_end_offset
+    logs.close()
