@@ -18,7 +18,7 @@ from kpybroker.config import BrokerConfig
 from kpybroker.console.authentication import BasicAuthentication, authentication_required
 from kpybroker.security.listener_security import ListenerSecurity
 from kpybroker.security.sasl.password_check import check_password, password_mechanisms
-from kpybroker.security.sasl.scram import CredentialLookup
+from kpybroker.security.sasl.scram_credentials import CredentialLookup
 from kpybroker.security.ssl_context import SslSettings, server_context
 from kpybroker.server.http_listener import is_https
 

@@ -21,52 +21,26 @@ Kafka broker reads it from when there is no JAAS file):
   against ``sasl.oauthbearer.jwks.endpoint.url``.
 
 GSSAPI (Kerberos) is not offered: a listener that enables it does not start.
+
+The TLS and SASL parts are built by ``listener_tls`` and ``listener_sasl``,
+imported only when a listener uses them: their key-store, JAAS and mechanism modules
+would otherwise cost every broker's start-up about 20 ms.
 """
 
 from __future__ import annotations
 
-import logging
 import ssl
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kpybroker.config import BrokerConfig, ConfigError, Listener, Password
+from kpybroker.config import BrokerConfig, Listener
 from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
-from kpybroker.security.sasl.jaas import JaasEntry, parse_login_module
-from kpybroker.security.sasl.mechanism import SaslServer
-from kpybroker.security.sasl.oauthbearer import MECHANISM as OAUTHBEARER
-from kpybroker.security.sasl.oauthbearer import OAuthBearerSaslServer, TokenValidator
-from kpybroker.security.sasl.plain import PLAIN_MECHANISM, PlainSaslServer, plain_users
-from kpybroker.security.sasl.scram import CredentialLookup, ScramSaslServer
-from kpybroker.security.sasl.scram_credentials import ScramMechanism
-from kpybroker.security.sasl.unsecured_jws import UnsecuredJwsValidator
-from kpybroker.security.ssl_context import SslSettings, server_context
-from kpybroker.security.ssl_principal import SslPrincipalMapper, principal_name
 
 if TYPE_CHECKING:
     from kpybroker.security.sasl.jwks import JwksTokenValidator
-
-log = logging.getLogger(__name__)
-
-#: Kafka's class for signed OAuth tokens (``sasl.server.callback.handler.class``).
-JWKS_VALIDATOR_CLASS = (
-    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class SaslSettings:
-    """A SASL listener's settings, with the mechanisms already configured."""
-
-    #: ``sasl.enabled.mechanisms`` of the listener, in the order they are announced.
-    mechanisms: tuple[str, ...]
-    #: Makes the server side of one attempt for an enabled mechanism.
-    new_server: Callable[[str], SaslServer]
-    #: ``sasl.server.max.receive.size``: the largest frame read before authentication.
-    max_receive_size: int
-    #: ``connections.max.reauth.ms`` per mechanism (0: sessions do not expire).
-    reauth_ms: Callable[[str], int]
+    from kpybroker.security.sasl.sasl_settings import SaslSettings
+    from kpybroker.security.sasl.scram_credentials import CredentialLookup
 
 
 def _anonymous(certificate: bytes | None) -> KafkaPrincipal:
@@ -110,161 +84,15 @@ def listener_security(
     tls: ssl.SSLContext | None = None
     certificate_principal = _anonymous
     if protocol in ("SSL", "SASL_SSL"):
-        settings = SslSettings.from_config(_ssl_getter(config, listener))
-        tls = server_context(settings)
-        mapper = SslPrincipalMapper(settings.principal_mapping_rules)
-        certificate_principal = _certificate_principal(mapper)
+        from kpybroker.security.listener_tls import listener_tls
+
+        tls, certificate_principal = listener_tls(config, listener)
     sasl: SaslSettings | None = None
     validators: tuple[JwksTokenValidator, ...] = ()
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-        sasl, validators = _sasl_settings(config, listener, scram_credentials)
+        from kpybroker.security.listener_sasl import listener_sasl
+
+        sasl, validators = listener_sasl(config, listener, scram_credentials)
     delay = config.listener_value(listener.name, "connection.failed.authentication.delay.ms")
     assert isinstance(delay, int)
     return ListenerSecurity(protocol, tls, certificate_principal, sasl, delay, validators)
-
-
-def _ssl_getter(config: BrokerConfig, listener: Listener) -> Callable[[str], object]:
-    """The listener's ``ssl.*`` settings. On SASL_SSL Kafka asks for client certificates only
-    when the listener itself says so: a broker-wide ``ssl.client.auth`` is for SSL ones."""
-    prefixed = f"listener.name.{listener.name.lower()}.ssl.client.auth"
-
-    def get(name: str) -> object:
-        if (
-            name == "ssl.client.auth"
-            and listener.security_protocol == "SASL_SSL"
-            and prefixed not in config.originals
-        ):
-            return "none"
-        return config.listener_value(listener.name, name)
-
-    return get
-
-
-def _certificate_principal(mapper: SslPrincipalMapper) -> Callable[[bytes | None], KafkaPrincipal]:
-    def principal(certificate: bytes | None) -> KafkaPrincipal:
-        return KafkaPrincipal.user(principal_name(certificate, mapper))
-
-    return principal
-
-
-def _sasl_settings(
-    config: BrokerConfig, listener: Listener, scram_credentials: CredentialLookup
-) -> tuple[SaslSettings, tuple[JwksTokenValidator, ...]]:
-    mechanisms = config.listener_value(listener.name, "sasl.enabled.mechanisms") or ()
-    assert isinstance(mechanisms, tuple)
-    factories: dict[str, Callable[[], SaslServer]] = {}
-    validators: list[JwksTokenValidator] = []
-    for mechanism in mechanisms:
-        entry = _jaas_entry(config, listener, mechanism)
-        scram = ScramMechanism.for_mechanism_name(mechanism)
-        if mechanism == PLAIN_MECHANISM:
-            users = plain_users([entry])
-            factories[mechanism] = lambda users=users: PlainSaslServer(users)
-        elif scram is not None:
-            factories[mechanism] = lambda scram=scram: ScramSaslServer(scram, scram_credentials)
-        elif mechanism == OAUTHBEARER:
-            validator: TokenValidator
-            if _validates_with_jwks(config, listener):
-                validator = _jwks_validator(config, listener)
-                validators.append(validator)
-            else:
-                validator = UnsecuredJwsValidator(entry.options)
-            factories[mechanism] = lambda validator=validator: OAuthBearerSaslServer(validator)
-        else:
-            raise ConfigError(
-                "sasl.enabled.mechanisms",
-                f"SASL mechanism {mechanism} of listener {listener.name} is not supported by "
-                f"kpybroker (it offers {PLAIN_MECHANISM}, SCRAM-SHA-256, SCRAM-SHA-512 and "
-                f"{OAUTHBEARER})",
-            )
-        _refuse_callback_handler(config, listener, mechanism)
-    max_receive = config.listener_value(listener.name, "sasl.server.max.receive.size")
-    assert isinstance(max_receive, int)
-    settings = SaslSettings(
-        mechanisms=java_hash_map_order(mechanisms),
-        new_server=lambda mechanism: factories[mechanism](),
-        max_receive_size=max_receive,
-        reauth_ms=lambda mechanism: _reauth_ms(config, listener, mechanism),
-    )
-    return settings, tuple(validators)
-
-
-def java_hash_map_order(keys: Iterable[str]) -> tuple[str, ...]:
-    """The order a Java ``HashMap`` of these keys iterates in: Kafka announces a listener's
-    mechanisms from one (``SaslHandshake``'s list), so clients see them in that order.
-
-    A key's bucket is its ``String.hashCode``, spread as ``HashMap.hash`` does, modulo the
-    table size (16, doubled while more than three quarters full); keys of one bucket keep
-    the order they were put in.
-    """
-    distinct = list(dict.fromkeys(keys))
-    capacity = 16
-    while len(distinct) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(key: str) -> int:
-        utf16 = key.encode("utf-16-be")
-        code = 0
-        for index in range(0, len(utf16), 2):  # over UTF-16 code units, as Java's strings
-            code = (31 * code + int.from_bytes(utf16[index : index + 2], "big")) & 0xFFFFFFFF
-        return (code ^ (code >> 16)) & (capacity - 1)
-
-    return tuple(sorted(distinct, key=lambda key: bucket(key)))
-
-
-def _jaas_entry(config: BrokerConfig, listener: Listener, mechanism: str) -> JaasEntry:
-    """The listener's JAAS entry for ``mechanism``, with Kafka's error when there is none."""
-    key = f"listener.name.{listener.name.lower()}.{mechanism.lower()}.sasl.jaas.config"
-    value = config.listener_value(listener.name, "sasl.jaas.config", mechanism)
-    if value is None:
-        raise ConfigError(
-            key,
-            "Could not find a 'KafkaServer' or "
-            f"'{listener.name.lower()}.KafkaServer' entry in the JAAS configuration. System "
-            "property 'java.security.auth.login.config' is not set",
-        )
-    assert isinstance(value, Password)
-    try:
-        return parse_login_module(value.value)
-    except ValueError as exc:
-        raise ConfigError(key, str(exc)) from None
-
-
-def _mechanism_value(config: BrokerConfig, listener: Listener, mechanism: str, name: str) -> object:
-    """A setting as Kafka reads it per mechanism: ``listener.name.<l>.<mechanism>.<name>``,
-    then ``listener.name.<l>.<name>``, then ``<name>``."""
-    value = config.listener_value(listener.name, name, mechanism)
-    return config.listener_value(listener.name, name) if value is None else value
-
-
-def _reauth_ms(config: BrokerConfig, listener: Listener, mechanism: str) -> int:
-    value = _mechanism_value(config, listener, mechanism, "connections.max.reauth.ms")
-    assert isinstance(value, int)
-    return value
-
-
-def _refuse_callback_handler(config: BrokerConfig, listener: Listener, mechanism: str) -> None:
-    """A Java callback handler class cannot run here; only Kafka's JWKS validator is known."""
-    handler = _mechanism_value(config, listener, mechanism, "sasl.server.callback.handler.class")
-    if handler is not None and not (mechanism == OAUTHBEARER and handler == JWKS_VALIDATOR_CLASS):
-        raise ConfigError(
-            "sasl.server.callback.handler.class",
-            f"Java class {handler} cannot be loaded by kpybroker (listener {listener.name}, "
-            f"mechanism {mechanism})",
-        )
-
-
-def _validates_with_jwks(config: BrokerConfig, listener: Listener) -> bool:
-    """Kafka's JWKS validator is configured; otherwise its unsecured one for development."""
-    handler = _mechanism_value(config, listener, OAUTHBEARER, "sasl.server.callback.handler.class")
-    return handler == JWKS_VALIDATOR_CLASS
-
-
-def _jwks_validator(config: BrokerConfig, listener: Listener) -> JwksTokenValidator:
-    # Imported here: PyJWT and the HTTP client load only on brokers that fetch keys.
-    from kpybroker.security.sasl.jwks import JwksSettings, JwksTokenValidator
-
-    settings = JwksSettings.from_config(
-        lambda name: _mechanism_value(config, listener, OAUTHBEARER, name)
-    )
-    return JwksTokenValidator(settings)

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable, Mapping
 
 from kpybroker.metadata.entity_configs import USER, Entity
-from kpybroker.security.sasl.scram import CredentialLookup
 from kpybroker.security.sasl.scram_credentials import (
+    CredentialLookup,
     ScramCredential,
     ScramMechanism,
     credential_from_string,

@@ -48,7 +48,6 @@ from kpybroker.protocol.messages.sasl_authenticate import (
     SaslAuthenticateResponse,
 )
 from kpybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
-from kpybroker.security.listener_security import SaslSettings
 from kpybroker.security.principal import KafkaPrincipal
 from kpybroker.security.sasl.mechanism import (
     InvalidCredentialsError,
@@ -56,6 +55,7 @@ from kpybroker.security.sasl.mechanism import (
     SaslServer,
     invalid_credentials_message,
 )
+from kpybroker.security.sasl.sasl_settings import SaslSettings
 
 log = logging.getLogger(__name__)
 

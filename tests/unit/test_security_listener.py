@@ -9,7 +9,8 @@ import pytest
 
 from kpybroker.config import BrokerConfig, ConfigError
 from kpybroker.security.client_security import inter_broker_security
-from kpybroker.security.listener_security import java_hash_map_order, listener_security
+from kpybroker.security.listener_sasl import java_hash_map_order
+from kpybroker.security.listener_security import listener_security
 from kpybroker.security.principal import ANONYMOUS, KafkaPrincipal
 from kpybroker.security.sasl.plain import PlainSaslClient
 from kpybroker.security.sasl.scram import ScramSaslClient

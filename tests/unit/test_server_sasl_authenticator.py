@@ -18,9 +18,9 @@ from kpybroker.protocol.messages.api_versions import ApiVersionsRequest
 from kpybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from kpybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from kpybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest
-from kpybroker.security.listener_security import SaslSettings
 from kpybroker.security.principal import KafkaPrincipal
 from kpybroker.security.sasl.plain import PlainSaslClient, PlainSaslServer
+from kpybroker.security.sasl.sasl_settings import SaslSettings
 from kpybroker.security.sasl.scram import ScramSaslClient, ScramSaslServer
 from kpybroker.security.sasl.scram_credentials import ScramMechanism
 from kpybroker.server.sasl_authenticator import AuthFailure, SaslAuthenticator

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from kpybroker.security.listener_security import ListenerSecurity
 from kpybroker.security.sasl.mechanism import SaslAuthenticationError, SaslClient, SaslServer
 from kpybroker.security.sasl.plain import PLAIN_MECHANISM, PlainSaslClient
-from kpybroker.security.sasl.scram import CredentialLookup, ScramSaslClient, ScramSaslServer
-from kpybroker.security.sasl.scram_credentials import ScramMechanism
+from kpybroker.security.sasl.scram import ScramSaslClient, ScramSaslServer
+from kpybroker.security.sasl.scram_credentials import CredentialLookup, ScramMechanism
 
 
 class PasswordRejected(SaslAuthenticationError):

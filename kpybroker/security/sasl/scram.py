@@ -26,11 +26,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hmac
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import NoReturn, TypeVar
 
 from kpybroker.security.sasl.mechanism import InvalidCredentialsError, SaslAuthenticationError
 from kpybroker.security.sasl.scram_credentials import (
+    CredentialLookup,
     ScramCredential,
     ScramMechanism,
     secure_random_string,
@@ -49,9 +50,6 @@ from kpybroker.security.sasl.scram_messages import (
 
 _ClientMessage = TypeVar("_ClientMessage", ClientFirstMessage, ClientFinalMessage)
 _ServerMessage = TypeVar("_ServerMessage", ServerFirstMessage, ServerFinalMessage)
-
-#: ``(mechanism name, username) -> credential``, None for a user without one.
-CredentialLookup = Callable[[str, str], ScramCredential | None]
 
 AUTHZID_MISMATCH = (
     "Authentication failed: Client requested an authorization id that is different from username"

@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: RFC 7677's minimum; Kafka refuses a credential with fewer (``ScramMechanism.minIterations``).
@@ -148,6 +149,10 @@ def secure_random_string() -> str:
 
 
 _FIELDS = ("salt", "stored_key", "server_key", "iterations")
+
+
+#: ``(mechanism name, username) -> credential``, None for a user without one.
+CredentialLookup = Callable[[str, str], ScramCredential | None]
 
 
 def credential_to_string(credential: ScramCredential) -> str:
