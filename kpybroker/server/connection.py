@@ -25,7 +25,6 @@ import asyncio
 import logging
 import os
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +40,7 @@ from kpybroker.server.connection_gate import ConnectionGate
 from kpybroker.server.dispatch import MALFORMED, CloseConnection, answer
 from kpybroker.server.request_budget import RequestBudget
 from kpybroker.server.sasl_authenticator import AuthFailure, SaslAuthenticator
+from kpybroker.server.single_waiter_event import SingleWaiterEvent
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +96,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.peer = "?"
         #: Kafka's connection id (local and remote address): what a share session is tied to.
         self.connection_id = "?"
-        self.pending: deque[bytearray] = deque()
-        self.wakeup = asyncio.Event()
-        self.can_write = asyncio.Event()
-        self.can_write.set()
+        #: Frames read and not yet handled, oldest first (a list: a few at most, and an
+        #: empty deque would cost each idle connection 760 bytes).
+        self.pending: list[bytearray] = []
+        self.wakeup = SingleWaiterEvent()
+        self.can_write = SingleWaiterEvent(is_set=True)
         #: Why reading is paused (a frame waiting for admission, a throttle, a failed
         #: authentication).
         self.read_holds: set[str] = set()
@@ -243,7 +244,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         its next request holds neither (40 idle connections would otherwise keep
         their last 8 MB produce requests: 320 MB outside the request budget).
         """
-        frame = self.pending.popleft()
+        frame = self.pending.pop(0)
         if frame is None:
             return False
         if isinstance(frame, AuthFailure):
