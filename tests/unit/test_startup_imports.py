@@ -19,6 +19,17 @@ SECURITY_ONLY = ("cryptography", "jwt", "urllib.request", "http.client")
 #: ``__init__`` imports (kpybroker.protocol.crc imports it at the first CRC).
 NOT_AT_START = ("kazoo", "crc32c", "importlib.metadata")
 CODECS = "kpybroker.protocol.messages.codecs."
+#: How listeners and the inter-broker client do TLS and SASL: only when one of them does.
+LISTENER_SECURITY_ONLY = (
+    "kpybroker.security.listener_tls",
+    "kpybroker.security.listener_sasl",
+    "kpybroker.security.inter_broker_sasl",
+    "kpybroker.security.ssl_context",
+    "kpybroker.security.sasl.jaas",
+    "kpybroker.security.sasl.oauthbearer",
+    "kpybroker.security.sasl.plain",
+    "kpybroker.security.sasl.scram",
+)
 #: What answering ApiVersions, the first request of every connection, needs of ``apis``.
 APIS_AT_START = {"api_versions", "support"}
 
@@ -34,6 +45,10 @@ def modules_loaded_by_the_broker_command() -> set[str]:
 
 def test_starting_the_broker_loads_no_tls_or_jwks_library() -> None:
     assert modules_loaded_by_the_broker_command() & set(SECURITY_ONLY) == set()
+
+
+def test_starting_a_plaintext_broker_loads_no_tls_or_sasl_set_up() -> None:
+    assert modules_loaded_by_the_broker_command() & set(LISTENER_SECURITY_ONLY) == set()
 
 
 def test_starting_the_broker_loads_no_zookeeper_client_nor_crc_library() -> None:
