@@ -129,7 +129,7 @@ class TransactionRuntime(PartitionRuntime[TransactionShard]):
     # -- driving a shard -----------------------------------------------------------------------
 
     def apply(self, shard: TransactionShard, effects: Effects) -> None:
-        """Carry out effects: appends (and what their outcome causes), markers, replies."""
+        """Carry out effects: appends (and what their outcome causes), replies, markers."""
         pending = deque([effects])
         while pending:
             effects = pending.popleft()
@@ -139,10 +139,12 @@ class TransactionRuntime(PartitionRuntime[TransactionShard]):
                     pending.append(self._outcome(shard, append, error))
                 else:  # replicated: done once the followers have it
                     self.start_task(self._replicated(shard, append, partition, end))
-            for send in effects.markers:
-                self.start_task(self._send_markers(shard, send))
+            # Replies first: an EndTxn is answered before its markers are sent, as in Kafka
+            # (the request's task resumes before the markers' task starts).
             for token, result in effects.replies:
                 self.resolve(token, result)
+            for send in effects.markers:
+                self.start_task(self._send_markers(shard, send))
 
     def _outcome(self, shard: TransactionShard, append: Append, error: ErrorCode) -> Effects:
         """What the shard does once its append is committed, or failed; then the waiters

@@ -1,14 +1,18 @@
-"""The transaction coordinator's runtime with a fake broker: waiting for a transaction to
-take partitions again (``wait_until_free``), which a partition leader does when the first
-write of a version-2 transaction finds the previous one still writing its markers."""
+"""The transaction coordinator's runtime with a fake broker: when a version-2 transaction
+completes relative to its EndTxn answer, and waiting for a transaction to take partitions
+again (``wait_until_free``), which a partition leader does when the first write of a
+transaction finds the previous one still writing its markers."""
 
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from kpybroker.metadata.topic_names import TRANSACTION_STATE_TOPIC
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.transaction_coordinator.effects import TxnMarkers
+from kpybroker.transaction_coordinator.marker_channel import MarkerChannel
+from kpybroker.transaction_coordinator.marker_writer import TxnMarkerWriter
 from kpybroker.transaction_coordinator.runtime import TransactionRuntime
 from kpybroker.transaction_coordinator.shard import ProducerIdAndEpoch, TransactionShard
 from kpybroker.transaction_coordinator.transaction_settings import TransactionSettings
@@ -37,13 +41,37 @@ class HeldMarkers:
         pass
 
 
-async def started() -> tuple[TransactionRuntime, HeldMarkers, TransactionShard]:
+class AloneReplicas:
+    """This broker leads ``TP`` with no followers: every marker is committed as appended."""
+
+    def __init__(self) -> None:
+        self.markers: list[tuple[str, int, int, int]] = []
+
+    def append_txn_marker(self, topic, partition, producer_id, producer_epoch, *_rest):
+        self.markers.append((topic, partition, producer_id, producer_epoch))
+        return ErrorCode.NONE
+
+
+def local_markers(replicas: AloneReplicas) -> MarkerChannel:
+    """The real channel and writer, ``TP`` led here (broker 0)."""
+    topics = {TP[0]: SimpleNamespace(partitions={TP[1]: SimpleNamespace(leader=0)})}
+    return MarkerChannel(
+        0,
+        lambda: topics,  # type: ignore[arg-type, return-value]
+        lambda broker: None,  # type: ignore[arg-type, return-value]
+        TxnMarkerWriter(replicas, groups=None),  # type: ignore[arg-type]
+        request_timeout_ms=1000,
+        retry_backoff_ms=100,
+    )
+
+
+async def started(markers=None) -> tuple[TransactionRuntime, HeldMarkers, TransactionShard]:
     """A runtime leading the one ``__transaction_state`` partition, alone (every append
-    committed at once), with markers held."""
+    committed at once), with ``markers`` (by default held)."""
     broker = FakeCluster()
     broker.partitions = {(TRANSACTION_STATE_TOPIC, 0): broker.partition}
     broker.partition.high_watermark = 10**9
-    markers = HeldMarkers()
+    markers = HeldMarkers() if markers is None else markers
     runtime = TransactionRuntime(SETTINGS, broker, broker, broker.topics, markers)  # type: ignore[arg-type]
     await runtime.start()
     return runtime, markers, runtime.shard_for(TXN)
@@ -67,6 +95,26 @@ async def committed_once(
     ended = await runtime.call(shard, lambda token: shard.end_txn(token, TXN, producer, True, 2))
     assert ended.error == ErrorCode.NONE
     return ProducerIdAndEpoch(ended.producer_id, ended.producer_epoch)
+
+
+def test_local_markers_complete_a_transaction_in_the_step_after_its_answer() -> None:
+    """EndTxn is answered before its markers are written, as in Kafka; on a partition led
+    here without followers, they and the completion are then written in the event loop's
+    next step, before a request read meanwhile is handled: the producer's next write
+    never finds the transaction still completing."""
+
+    async def scenario() -> None:
+        replicas = AloneReplicas()
+        runtime, _markers, shard = await started(local_markers(replicas))
+        bumped = await committed_once(runtime, shard)
+        assert shard.busy(TXN) and not replicas.markers  # answered first
+        await asyncio.sleep(0)  # one step: a request read meanwhile would be handled after it
+        assert replicas.markers == [(*TP, bumped.producer_id, bumped.producer_epoch)]
+        assert not shard.busy(TXN)
+        assert await add(runtime, shard, bumped) == ErrorCode.NONE
+        await runtime.stop()
+
+    asyncio.run(scenario())
 
 
 def test_a_wait_ends_when_the_previous_transaction_is_completed() -> None:
