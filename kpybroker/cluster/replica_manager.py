@@ -16,7 +16,7 @@ leadership with NOT_LEADER_OR_FOLLOWER until the session is back and the
 states are read again. The group coordinator keeps its shards meanwhile; their
 writes fail the same way.
 
-The transaction coordinator's markers are written here (``write_txn_marker``,
+The transaction coordinator's markers are written here (``append_txn_marker``,
 one partition of a WriteTxnMarkers request), acks=all.
 
 A log directory that fails (``log_dir_failure``) takes its partitions offline
@@ -31,9 +31,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kpybroker.cluster.broker_client import PeerAddress
 from kpybroker.cluster.isr import IsrWriter
@@ -436,7 +437,7 @@ class ReplicaManager:
             return LeaderHint(-1, -1)
         return LeaderHint(pm.leader, pm.leader_epoch)
 
-    async def write_txn_marker(
+    def append_txn_marker(
         self,
         topic: str,
         partition: int,
@@ -445,9 +446,13 @@ class ReplicaManager:
         coordinator_epoch: int,
         committed: bool,
         timeout_ms: int = DEFAULT_MARKER_TIMEOUT_MS,
-    ) -> ErrorCode:
-        """Write the marker ending a transaction to a partition led here; answer once the
-        high watermark passes it (Kafka's ``handleWriteTxnMarkersRequest``, acks=-1).
+    ) -> ErrorCode | Coroutine[Any, Any, ErrorCode]:
+        """Write the marker ending a transaction to a partition led here, answered once the
+        high watermark passes it (Kafka's ``handleWriteTxnMarkersRequest``, acks=-1): the
+        answer itself when it is known at once (the append failed, or no follower has to
+        fetch the marker), else a coroutine that waits for it. The caller writing a
+        transaction's markers thus appends them all before it waits for any, and
+        without followers finishes without yielding to the event loop.
 
         A partition this broker holds no replica of is UNKNOWN_TOPIC_OR_PARTITION
         (Kafka asks the local log's message format first); one it does not lead
@@ -466,12 +471,11 @@ class ReplicaManager:
         except KafkaError as exc:
             log.debug("marker for producer %d to %s-%d: %s", producer_id, topic, partition, exc)
             return exc.code
-        try:
-            return await asyncio.wait_for(
-                hosted.wait_for_high_watermark(result.last_offset + 1), max(timeout_ms, 0) / 1000
-            )
-        except TimeoutError:
-            return ErrorCode.REQUEST_TIMED_OUT
+        end = result.last_offset + 1
+        outcome = hosted.acks_outcome(end)
+        if outcome is not None:
+            return outcome
+        return _replicated(hosted, end, timeout_ms)
 
     async def wait_for_append(
         self,
@@ -502,6 +506,17 @@ class ReplicaManager:
             handle.cancel()
             for p in partitions:
                 p.remove_waiter(fut)
+
+
+async def _replicated(hosted: Partition, end: int, timeout_ms: int) -> ErrorCode:
+    """A marker's answer once the high watermark passes ``end``; REQUEST_TIMED_OUT after
+    ``timeout_ms``."""
+    try:
+        return await asyncio.wait_for(
+            hosted.wait_for_high_watermark(end), max(timeout_ms, 0) / 1000
+        )
+    except TimeoutError:
+        return ErrorCode.REQUEST_TIMED_OUT
 
 
 def first_epoch(pm: PartitionMetadata, broker_id: int) -> int | None:

@@ -90,7 +90,9 @@ class MarkerChannel:
             by_leader = self._by_leader(remaining)
             sends = [self._send_to(leader, markers, parts) for leader, parts in by_leader.items()]
             try:
-                for done in await asyncio.gather(*sends):
+                # One leader (this broker, alone, most often) is awaited directly: written
+                # without followers, its markers then take no turn of the event loop.
+                for done in [await sends[0]] if len(sends) == 1 else await asyncio.gather(*sends):
                     remaining -= done
             except Fenced as exc:
                 log.warning("stopped sending the markers of %s: %s", markers.transactional_id, exc)

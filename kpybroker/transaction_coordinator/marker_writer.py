@@ -7,13 +7,20 @@ trip through the network). Each marker is appended with acks=all, as Kafka's
 ``handleWriteTxnMarkersRequest`` does, and a marker written to a
 ``__consumer_offsets`` partition then completes the transaction's offset
 commits in the group coordinator (Kafka's ``onTransactionCompleted``).
+
+Every marker is appended before any is waited for, and the waits are only
+for followers: on partitions without followers a transaction's markers are
+written without yielding to the event loop. Its coordinator on this broker
+then completes it in the step that follows its EndTxn answer, before a request
+read meanwhile (the producer's next write, which would otherwise find it
+completing) is handled.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from typing import Protocol
+from collections.abc import Coroutine, Iterable
+from typing import Any, Protocol
 
 from kpybroker.metadata.topic_names import OFFSETS_TOPIC
 from kpybroker.protocol.errors import ErrorCode
@@ -31,9 +38,10 @@ NOT_READY = dict.fromkeys(
 
 
 class MarkerReplicas(Protocol):
-    """The replicas' part: append one marker to a led partition, once replicated."""
+    """The replicas' part: append one marker to a led partition; its error, known at once
+    or once the followers have it (``ReplicaManager.append_txn_marker``)."""
 
-    async def write_txn_marker(
+    def append_txn_marker(
         self,
         topic: str,
         partition: int,
@@ -41,7 +49,7 @@ class MarkerReplicas(Protocol):
         producer_epoch: int,
         coordinator_epoch: int,
         committed: bool,
-    ) -> ErrorCode: ...
+    ) -> ErrorCode | Coroutine[Any, Any, ErrorCode]: ...
 
 
 class TransactionalGroups(Protocol):
@@ -67,20 +75,40 @@ class TxnMarkerWriter:
     ) -> dict[TopicPartition, ErrorCode]:
         """Write one transaction's marker to each partition; the error of each."""
         wanted = list(dict.fromkeys(partitions))
-
-        async def one(topic: str, partition: int) -> ErrorCode:
-            error = await self.replicas.write_txn_marker(
+        appended = {
+            (topic, partition): self.replicas.append_txn_marker(
                 topic, partition, producer_id, producer_epoch, coordinator_epoch, committed
             )
-            if error or topic != OFFSETS_TOPIC:
-                return error
-            error = await self.groups.complete_transaction(
-                partition, producer_id, producer_epoch, committed
-            )
-            # The transaction coordinator retries these as a leader change (Kafka's handler
-            # translates them the same way); the group coordinator replays the marker
-            # from the log when it loads the partition anyway.
-            return NOT_READY.get(error, error)
+            for topic, partition in wanted
+        }
+        errors = await _settled(appended)
+        completions = {
+            tp: self._complete_offsets(tp[1], producer_id, producer_epoch, committed)
+            for tp, error in errors.items()
+            if not error and tp[0] == OFFSETS_TOPIC
+        }
+        errors.update(await _settled(completions))
+        return errors
 
-        errors = await asyncio.gather(*(one(topic, partition) for topic, partition in wanted))
-        return dict(zip(wanted, errors, strict=True))
+    async def _complete_offsets(
+        self, offsets_partition: int, producer_id: int, producer_epoch: int, committed: bool
+    ) -> ErrorCode:
+        error = await self.groups.complete_transaction(
+            offsets_partition, producer_id, producer_epoch, committed
+        )
+        # The transaction coordinator retries these as a leader change (Kafka's handler
+        # translates them the same way); the group coordinator replays the marker
+        # from the log when it loads the partition anyway.
+        return NOT_READY.get(error, error)
+
+
+async def _settled(
+    outcomes: dict[TopicPartition, ErrorCode | Coroutine[Any, Any, ErrorCode]],
+) -> dict[TopicPartition, ErrorCode]:
+    """Each outcome's error: those known already as they are, the others awaited together
+    (with nothing to await, without yielding)."""
+    waits = {tp: o for tp, o in outcomes.items() if not isinstance(o, ErrorCode)}
+    errors = {tp: o for tp, o in outcomes.items() if isinstance(o, ErrorCode)}
+    if waits:
+        errors.update(zip(waits, await asyncio.gather(*waits.values()), strict=True))
+    return {tp: errors[tp] for tp in outcomes}

@@ -14,11 +14,17 @@ coordinator) it
 - runs the two periodic passes: aborting transactions past their timeout
   (``transaction.abort.timed.out.transaction.cleanup.interval.ms``) and
   removing idle transactional ids
-  (``transaction.remove.expired.transaction.cleanup.interval.ms``).
+  (``transaction.remove.expired.transaction.cleanup.interval.ms``);
+- wakes whoever waits for an id's transaction to take requests again
+  (``wait_until_free``) as each write of the id's state is done: a partition
+  leader whose add met the previous transaction still completing retries as
+  soon as that transaction's completion is written, not a backoff later.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
@@ -31,7 +37,7 @@ from kpybroker.coordinator.partition_runtime import (
     read_partition,
 )
 from kpybroker.metadata.topic_names import TRANSACTION_STATE_TOPIC
-from kpybroker.protocol.errors import ErrorCode
+from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.transaction_coordinator.effects import Append, Effects, SendMarkers
 from kpybroker.transaction_coordinator.marker_channel import MarkerChannel
 from kpybroker.transaction_coordinator.shard import TransactionShard
@@ -83,6 +89,8 @@ class TransactionRuntime(PartitionRuntime[TransactionShard]):
         self.settings = settings
         self.markers = markers
         self.clock = clock
+        #: Futures of ``wait_until_free`` callers, by transactional id, done at its next write.
+        self._write_waiters: dict[str, set[asyncio.Future[None]]] = {}
 
     async def start(self) -> None:
         await super().start()
@@ -121,7 +129,7 @@ class TransactionRuntime(PartitionRuntime[TransactionShard]):
     # -- driving a shard -----------------------------------------------------------------------
 
     def apply(self, shard: TransactionShard, effects: Effects) -> None:
-        """Carry out effects: appends (and what their outcome causes), markers, replies."""
+        """Carry out effects: appends (and what their outcome causes), replies, markers."""
         pending = deque([effects])
         while pending:
             effects = pending.popleft()
@@ -131,19 +139,60 @@ class TransactionRuntime(PartitionRuntime[TransactionShard]):
                     pending.append(self._outcome(shard, append, error))
                 else:  # replicated: done once the followers have it
                     self.start_task(self._replicated(shard, append, partition, end))
-            for send in effects.markers:
-                self.start_task(self._send_markers(shard, send))
+            # Replies first: an EndTxn is answered before its markers are sent, as in Kafka
+            # (the request's task resumes before the markers' task starts).
             for token, result in effects.replies:
                 self.resolve(token, result)
+            for send in effects.markers:
+                self.start_task(self._send_markers(shard, send))
 
     def _outcome(self, shard: TransactionShard, append: Append, error: ErrorCode) -> Effects:
-        """What the shard does once its append is committed, or failed."""
+        """What the shard does once its append is committed, or failed; then the waiters
+        of each id written are woken, the shard having applied (or dropped) the write."""
         out = Effects()
         try:
             append.on_done(out, error)
         except Exception:
             log.exception("transaction coordinator failure in %r", shard)
+        for record in append.records:
+            for waiter in self._write_waiters.pop(record.transactional_id, ()):
+                if not waiter.done():
+                    waiter.set_result(None)
         return out
+
+    # -- waiting for a transaction to complete ---------------------------------------------------
+
+    async def wait_until_free(self, transactional_id: str, timeout_s: float) -> None:
+        """Return once the id's transaction takes partitions again (``TransactionShard.busy``
+        is false), or after ``timeout_s``; at once if this broker does not coordinate it.
+
+        Kafka's partition leader retries an add answered CONCURRENT_TRANSACTIONS after a
+        fixed backoff (``add.partitions.to.txn.retry.backoff.ms``), the usual answer to
+        the first write of a transaction that follows a version-2 EndTxn, whose markers
+        are written after the client has its answer. With the coordinator on this broker
+        the leader can instead retry when the completion is written, which the
+        producer's whole connection waits for.
+        """
+        try:
+            shard = self.shard_for(transactional_id)
+        except KafkaError:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while shard.busy(transactional_id) and self.serves(shard):
+            waiter: asyncio.Future[None] = loop.create_future()
+            waiting = self._write_waiters.setdefault(transactional_id, set())
+            waiting.add(waiter)
+            try:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout_at(deadline):
+                        await waiter
+            finally:
+                waiting.discard(waiter)
+                if not waiting and self._write_waiters.get(transactional_id) is waiting:
+                    del self._write_waiters[transactional_id]
+            if loop.time() >= deadline:
+                return
 
     async def _replicated(
         self, shard: TransactionShard, append: Append, partition: Partition, end: int

@@ -136,6 +136,10 @@ class TransactionCoordinator:
             lambda error: error,
         )
 
+    async def wait_until_free(self, transactional_id: str, timeout_s: float) -> None:
+        """See ``TransactionRuntime.wait_until_free``."""
+        await self.runtime.wait_until_free(transactional_id, timeout_s)
+
     def verify_partitions(
         self,
         transactional_id: str,

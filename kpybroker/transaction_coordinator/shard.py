@@ -232,7 +232,7 @@ class TransactionShard:
         if txn is None:
             out.reply(token, error)
             return out
-        if txn.pending is not None or txn.state.preparing:
+        if _busy(txn):
             out.reply(token, ErrorCode.CONCURRENT_TRANSACTIONS)
             return out
         wanted = frozenset(partitions)
@@ -242,6 +242,13 @@ class TransactionShard:
         fields = txn.prepare_add_partitions(wanted, self.clock(), transaction_version)
         self._write(out, txn, fields, lambda effects, err: effects.reply(token, err))
         return out
+
+    def busy(self, transactional_id: str) -> bool:
+        """Whether adding partitions to the id's transaction would answer
+        CONCURRENT_TRANSACTIONS now: a write of its state is pending, or its previous
+        transaction is still completing (markers being written)."""
+        txn = self.transactions.get(transactional_id)
+        return txn is not None and _busy(txn)
 
     def verify_partitions(
         self,
@@ -533,6 +540,10 @@ class TransactionShard:
             then(effects, ErrorCode.NONE)
 
         out.append([TxnRecord(txn.transactional_id, fields)], done)
+
+
+def _busy(txn: TransactionMetadata) -> bool:
+    return txn.pending is not None or txn.state.preparing
 
 
 def _expected_producer_is_valid(txn: TransactionMetadata, expected: ProducerIdAndEpoch) -> bool:

@@ -117,6 +117,11 @@ def produce_request(
     )
 
 
+#: What a failed verification answers while the coordinator finishes the previous
+#: transaction: NOT_ENOUGH_REPLICAS, and from Produce v12 CONCURRENT_TRANSACTIONS.
+VERIFICATION_RETRIABLE = (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.CONCURRENT_TRANSACTIONS)
+
+
 async def produce_until_settled(broker: ManagedBroker, body: ProduceRequest, version: int):
     """The partition's answer, retrying what the producer would retry (the coordinator
     finishing the previous transaction)."""
@@ -124,7 +129,7 @@ async def produce_until_settled(broker: ManagedBroker, body: ProduceRequest, ver
     while True:
         response = await request(broker, body, version)
         [[answer]] = [t.partition_responses for t in response.responses]  # type: ignore[attr-defined]
-        if answer.error_code != ErrorCode.NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+        if answer.error_code not in VERIFICATION_RETRIABLE or time.monotonic() > deadline:
             return answer
         await asyncio.sleep(0.1)
 

@@ -34,9 +34,22 @@ class LocalCoordinator:
         self.calls.append("verify")
         return dict.fromkeys(partitions, self.verified)
 
+    async def wait_until_free(self, transactional_id: str, timeout_s: float) -> None:
+        """The previous transaction completes at once."""
+        self.calls.append(f"wait {timeout_s:g} s")
 
-def verifier(coordinator: object, max_ms: int = 100) -> PartitionVerifier:
-    settings = VerifierSettings(request_timeout_ms=1000, retry_backoff_ms=1, retry_max_ms=max_ms)
+
+class NeverCompletes(LocalCoordinator):
+    """The previous transaction never completes: each wait lasts its whole timeout."""
+
+    async def wait_until_free(self, transactional_id: str, timeout_s: float) -> None:
+        await asyncio.sleep(timeout_s)
+
+
+def verifier(coordinator: object, max_ms: int = 100, backoff_ms: int = 1) -> PartitionVerifier:
+    settings = VerifierSettings(
+        request_timeout_ms=1000, retry_backoff_ms=backoff_ms, retry_max_ms=max_ms
+    )
     return PartitionVerifier(0, coordinator, lambda broker: None, settings)  # type: ignore[arg-type]
 
 
@@ -69,10 +82,22 @@ def test_an_add_is_retried_while_the_previous_transaction_completes() -> None:
         ErrorCode.NONE,
         3,
     )
-    assert coordinator.calls == ["add v2"] * 3
+    assert coordinator.calls == ["add v2", "wait 0.001 s", "add v2", "wait 0.001 s", "add v2"]
     # Not forever: after retry_max_ms the producer gets the error (its leader maps it).
-    always_busy = LocalCoordinator([busy] * 1000)
+    always_busy = NeverCompletes([busy] * 1000)
     assert ask(verifier(always_busy, max_ms=20), add=True) == busy
+
+
+def test_a_local_coordinator_cuts_the_backoff_short() -> None:
+    """With the coordinator here, the leader retries as soon as the previous transaction
+    has completed (the fake's at once), not an hour of backoff later; the backoff
+    bounds the wait."""
+    busy = ErrorCode.CONCURRENT_TRANSACTIONS
+    coordinator = LocalCoordinator([busy, ErrorCode.NONE])
+    hour_ms = 3_600_000
+    v = verifier(coordinator, max_ms=hour_ms, backoff_ms=hour_ms)
+    assert ask(v, add=True) == ErrorCode.NONE
+    assert coordinator.calls == ["add v2", "wait 3600 s", "add v2"]
 
 
 def test_answers_are_mapped_for_the_leader_as_kafka_does() -> None:

@@ -11,8 +11,11 @@ transaction of this epoch open here needs no question, as in Kafka's
 Each write gets the ``VerificationGuard`` it must present to the log, or the
 error its partition is answered with, mapped as Kafka's ReplicaManager maps
 verification failures: the retriable ones become NOT_ENOUGH_REPLICAS, which
-every producer retries without refreshing its metadata; INVALID_TXN_STATE
-(the partition is not in the transaction) and fencing errors stay.
+every producer retries without refreshing its metadata, except
+CONCURRENT_TRANSACTIONS from Produce v12 on (Kafka 4's clients of transaction
+version 2 retry it, and it is the usual answer while the previous transaction
+completes); INVALID_TXN_STATE (the partition is not in the transaction) and
+fencing errors stay.
 """
 
 from __future__ import annotations
@@ -105,5 +108,11 @@ async def _verify(
     )
     for tp, error in errors.items():
         if error:
-            guards[tp] = ErrorCode.NOT_ENOUGH_REPLICAS if error in RETRIABLE else error
+            guards[tp] = _for_producer(error, ctx.api_version)
     return guards
+
+
+def _for_producer(error: ErrorCode, api_version: int) -> ErrorCode:
+    if error == ErrorCode.CONCURRENT_TRANSACTIONS and api_version >= IMPLICIT_ADD_FROM:
+        return error
+    return ErrorCode.NOT_ENOUGH_REPLICAS if error in RETRIABLE else error
