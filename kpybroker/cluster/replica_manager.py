@@ -29,7 +29,6 @@ does the same to the partitions whose logs could not be found.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -102,6 +101,9 @@ class ReplicaManager:
         self.settings = settings
         self._fetchers = FetcherManager(self.broker_id, self.inter_broker_address, settings)
         self._isr = IsrWriter(cluster, self.clock_ms)
+        # Bound once and shared by every partition: each ``obj.method`` is a new 64-byte object.
+        self._on_caught_up: Callable[[Partition, int], None] = self._isr.expand
+        self._on_disk_error: Callable[[PartitionLog, str, OSError], None] = logs.fail_log
         self._creator = LogCreator(logs, self._new_log, self._logs_created)
         logs.failures.add_listener(self._on_log_dir_failure)
         self._offline_from_start()
@@ -187,8 +189,8 @@ class ReplicaManager:
 
     def _host(self, plog: PartitionLog, name: str, index: int, topic_id: bytes) -> Partition:
         partition = Partition(plog, name, index, topic_id, self.broker_id, clock_ms=self.clock_ms)
-        partition.on_caught_up = self._isr.expand
-        partition.on_disk_error = functools.partial(self._logs.fail_log, plog)
+        partition.on_caught_up = self._on_caught_up
+        partition.on_disk_error = self._on_disk_error
         self.partitions[(name, index)] = partition
         self.topic_names[topic_id] = name
         return partition
