@@ -57,7 +57,7 @@ import time
 import zlib
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -131,6 +131,11 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+#: The children of every node that has none (most: a partition's state znode is a leaf),
+#: shared: an empty set is 216 bytes, and the tree holds two nodes per partition.
+_NO_CHILDREN: frozenset[str] = frozenset()
+
+
 @dataclass(slots=True, eq=False)
 class _Node:
     data: bytes
@@ -141,7 +146,7 @@ class _Node:
     version: int = 0
     cversion: int = 0
     owner: int = 0
-    children: set[str] = field(default_factory=set)
+    children: set[str] | frozenset[str] = _NO_CHILDREN
     record: bytes | None = None
     """This node's snapshot record, kept until the node changes (see module doc)."""
 
@@ -176,6 +181,16 @@ class _Node:
                 + self.data
             )
         return self.record
+
+    def add_child(self, name: str) -> None:
+        if isinstance(self.children, frozenset):
+            self.children = {name}
+        else:
+            self.children.add(name)
+
+    def discard_child(self, name: str) -> None:
+        if isinstance(self.children, set):
+            self.children.discard(name)
 
     def touch(self) -> None:
         """Mark the node changed so that the next snapshot re-encodes it."""
@@ -216,7 +231,7 @@ def _decode_snapshot(raw: bytes) -> tuple[int, dict[str, _Node]]:
                 parent = nodes.get(parent_path(path))
                 if parent is None:
                     raise SnapshotCorruptError(f"{path} precedes its parent")
-                parent.children.add(node_name(path))
+                parent.add_child(node_name(path))
             nodes[path] = node
     except (struct.error, UnicodeDecodeError) as exc:
         raise SnapshotCorruptError(f"truncated or garbled record at byte {pos}") from exc
@@ -428,7 +443,7 @@ class BuiltinEnsemble:
         zxid = self._next_zxid()
         now = _now_ms()
         self._nodes[path] = _Node(data, zxid, zxid, now, now, owner=owner)
-        parent.children.add(node_name(path))
+        parent.add_child(node_name(path))
         parent.cversion += 1
         parent.touch()
         if owner:
@@ -465,7 +480,7 @@ class BuiltinEnsemble:
         self._next_zxid()
         parent_name = parent_path(path)
         parent = self._nodes[parent_name]
-        parent.children.discard(node_name(path))
+        parent.discard_child(node_name(path))
         parent.cversion += 1
         parent.touch()
         if node.owner:
@@ -499,8 +514,10 @@ class BuiltinMetadataStore(MetadataStore):
             self._owns_ensemble = False
         self.ensemble = ensemble
         self._session_id = 0
-        self._data_watches: dict[str, set[WatchCallback]] = {}
-        self._child_watches: dict[str, set[WatchCallback]] = {}
+        #: The watches left on each path: a tuple, not a set (216 bytes even for the one
+        #: watch that most of the tens of thousands of watched paths have).
+        self._data_watches: dict[str, tuple[WatchCallback, ...]] = {}
+        self._child_watches: dict[str, tuple[WatchCallback, ...]] = {}
         self._pending_events: deque[tuple[int, WatchCallback, WatchedEvent]] = deque()
         self._listeners: list[SessionListener] = []
 
@@ -569,9 +586,9 @@ class BuiltinMetadataStore(MetadataStore):
         """Consume the watches ``event`` fires; they are delivered once ``zxid`` is durable."""
         watches: set[WatchCallback] = set()
         if event.type is not EventType.CHILD:
-            watches |= self._data_watches.pop(event.path, set())
+            watches.update(self._data_watches.pop(event.path, ()))
         if event.type in (EventType.CHILD, EventType.DELETED):
-            watches |= self._child_watches.pop(event.path, set())
+            watches.update(self._child_watches.pop(event.path, ()))
         self._pending_events.extend((zxid, watch, event) for watch in watches)
 
     def _release(self, zxid: int) -> None:
@@ -581,9 +598,14 @@ class BuiltinMetadataStore(MetadataStore):
             loop.call_soon(_invoke, watch, event)
 
     @staticmethod
-    def _arm(table: dict[str, set[WatchCallback]], path: str, watch: WatchCallback | None) -> None:
+    def _arm(
+        table: dict[str, tuple[WatchCallback, ...]], path: str, watch: WatchCallback | None
+    ) -> None:
+        """Leave ``watch`` on ``path``, once (as ZooKeeper: the same watch set twice fires once)."""
         if watch is not None:
-            table.setdefault(path, set()).add(watch)
+            armed = table.get(path, ())
+            if watch not in armed:
+                table[path] = (*armed, watch)
 
     # -- operations --------------------------------------------------------------
 
