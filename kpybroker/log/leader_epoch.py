@@ -27,6 +27,14 @@ UNDEFINED_EPOCH_OFFSET = -1
 class LeaderEpochCache:
     """Epoch start offsets, kept in memory and written through to the checkpoint on every change."""
 
+    # One per partition: slots, no __dict__ each.
+    __slots__ = (
+        "_epochs",
+        "_in_file",
+        "_starts",
+        "path",
+    )
+
     def __init__(self, directory: Path) -> None:
         self.path = directory / LEADER_EPOCH_CHECKPOINT
         self._epochs: list[int] = []

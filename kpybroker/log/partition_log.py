@@ -159,6 +159,27 @@ class AppendResult(NamedTuple):
 class PartitionLog:
     """The segments, indexes, producer state and leader epochs of one partition."""
 
+    # One per partition, tens of thousands on a broker: slots, no __dict__ each.
+    __slots__ = (
+        "_dir_dirty",
+        "_last_flush_ms",
+        "_time_ms",
+        "_to_release",
+        "before_truncation",
+        "config",
+        "deleted",
+        "directory",
+        "epoch_cache",
+        "high_watermark",
+        "log_end_offset",
+        "log_start_offset",
+        "name",
+        "producer_state",
+        "recovery_point",
+        "segments",
+        "topic_id",
+    )
+
     def __init__(
         self,
         directory: Path,

@@ -164,6 +164,16 @@ class VerificationGuard:
 class ProducerStateManager:
     """Producer entries of one partition, with snapshots in the partition directory."""
 
+    # One per partition: slots, no __dict__ each.
+    __slots__ = (
+        "directory",
+        "expiration_ms",
+        "last_snapshot_offset",
+        "producers",
+        "txns",
+        "verifications",
+    )
+
     def __init__(
         self, directory: Path, expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
     ) -> None:

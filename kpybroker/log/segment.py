@@ -104,6 +104,23 @@ class Segment:
     """A ``.log`` file, its two sparse indexes and its transaction index; only the active
     segment is appended to."""
 
+    # One or more per partition: slots, no __dict__ each.
+    __slots__ = (
+        "_bytes_since_index_entry",
+        "_first_batch_timestamp",
+        "_max_timestamp",
+        "base_offset",
+        "created_ms",
+        "index_interval_bytes",
+        "indexes_missing",
+        "log_file",
+        "offset_index",
+        "roll_jitter_ms",
+        "size",
+        "time_index",
+        "txn_index",
+    )
+
     def __init__(
         self,
         directory: Path,

@@ -63,6 +63,14 @@ def decode_entries(data: bytes, path: Path) -> list[AbortedTxn]:
 class TransactionIndex:
     """The aborted transactions of one segment, in a file created on first use."""
 
+    # One per segment: slots, no __dict__ each.
+    __slots__ = (
+        "_dirty",
+        "_entries",
+        "base_offset",
+        "path",
+    )
+
     def __init__(self, path: Path, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
