@@ -8,6 +8,7 @@ log diverged after a leader change (KIP-101, KIP-320).
 from __future__ import annotations
 
 import logging
+import os
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
@@ -30,13 +31,14 @@ class LeaderEpochCache:
     # One per partition: slots, no __dict__ each.
     __slots__ = (
         "_epochs",
+        "_filename",
         "_in_file",
         "_starts",
-        "path",
     )
 
     def __init__(self, directory: Path) -> None:
-        self.path = directory / LEADER_EPOCH_CHECKPOINT
+        # A str, not the Path: see ``open_files.CachedFile``.
+        self._filename = os.path.join(directory, LEADER_EPOCH_CHECKPOINT)
         self._epochs: list[int] = []
         self._starts: list[int] = []
         try:
@@ -49,6 +51,10 @@ class LeaderEpochCache:
         #: What the checkpoint file holds: every change is written through and fsynced, and
         #: a write that would leave the file as it is is skipped.
         self._in_file = list(entries)
+
+    @property
+    def path(self) -> Path:
+        return Path(self._filename)
 
     @property
     def entries(self) -> list[tuple[int, int]]:

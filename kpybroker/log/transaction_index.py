@@ -67,15 +67,20 @@ class TransactionIndex:
     __slots__ = (
         "_dirty",
         "_entries",
+        "_filename",
         "base_offset",
-        "path",
     )
 
     def __init__(self, path: Path, base_offset: int) -> None:
-        self.path = path
+        # A str, not the Path: see ``open_files.CachedFile``.
+        self._filename = os.fspath(path)
         self.base_offset = base_offset
         self._entries: list[AbortedTxn] | None = None  # None: not read yet
         self._dirty = False
+
+    @property
+    def path(self) -> Path:
+        return Path(self._filename)
 
     @property
     def entries(self) -> list[AbortedTxn]:
@@ -147,8 +152,8 @@ class TransactionIndex:
 
     def rename(self, path: Path) -> None:
         if self.path.exists():
-            os.replace(self.path, path)
-        self.path = path
+            os.replace(self._filename, path)
+        self._filename = os.fspath(path)
 
     def delete(self) -> None:
         self.path.unlink(missing_ok=True)
