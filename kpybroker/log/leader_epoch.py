@@ -8,7 +8,6 @@ log diverged after a leader change (KIP-101, KIP-320).
 from __future__ import annotations
 
 import logging
-import os
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from kpybroker.log.checkpoint import (
     write_epoch_checkpoint,
 )
 from kpybroker.log.names import LEADER_EPOCH_CHECKPOINT
+from kpybroker.log.str_paths import StrPath
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +31,15 @@ class LeaderEpochCache:
     # One per partition: slots, no __dict__ each.
     __slots__ = (
         "_epochs",
-        "_filename",
         "_in_file",
+        "_path",
         "_starts",
     )
 
+    path = StrPath()
+
     def __init__(self, directory: Path) -> None:
-        # A str, not the Path: see ``open_files.CachedFile``.
-        self._filename = os.path.join(directory, LEADER_EPOCH_CHECKPOINT)
+        self.path = directory / LEADER_EPOCH_CHECKPOINT
         self._epochs: list[int] = []
         self._starts: list[int] = []
         try:
@@ -51,10 +52,6 @@ class LeaderEpochCache:
         #: What the checkpoint file holds: every change is written through and fsynced, and
         #: a write that would leave the file as it is is skipped.
         self._in_file = list(entries)
-
-    @property
-    def path(self) -> Path:
-        return Path(self._filename)
 
     @property
     def entries(self) -> list[tuple[int, int]]:

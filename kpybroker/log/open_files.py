@@ -45,6 +45,8 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
+from kpybroker.log.str_paths import StrPath
+
 log = logging.getLogger(__name__)
 
 #: The fewest files the cache keeps open, whatever the limit.
@@ -122,24 +124,25 @@ class OpenFile:
 class CachedFile:
     """A file the cache opens on use: its path (renames update it) and how to open it.
 
-    The path is kept as a ``str`` (``filename``) and ``path`` makes a ``Path`` of it on
-    demand: a broker holds three of these per segment, and a ``Path`` whose string form has
-    been used (any system call) costs about 320 bytes, the ``str`` alone about 120.
+    Three per segment: the path is a ``StrPath``.
     """
 
-    __slots__ = ("_cache", "filename", "flags")
+    __slots__ = ("_cache", "_path", "flags")
+
+    path = StrPath()
 
     def __init__(self, cache: OpenFiles, path: Path, flags: int) -> None:
-        self.filename = os.fspath(path)
+        self.path = path
         self.flags = flags
         self._cache = cache
 
     def __repr__(self) -> str:
-        return f"CachedFile({self.filename})"
+        return f"CachedFile({self._path})"
 
     @property
-    def path(self) -> Path:
-        return Path(self.filename)
+    def filename(self) -> str:
+        """The path as stored, for ``os`` calls that need no ``Path``."""
+        return self._path
 
     def open(self, *, create: bool = False) -> OpenFile:
         """The file's descriptor, opened now if it is not cached; ``create`` makes a new file
@@ -167,7 +170,7 @@ class CachedFile:
         if opened is not None:
             sync(opened.fd)
             return
-        fd = os.open(self.filename, os.O_RDONLY)
+        fd = os.open(self._path, os.O_RDONLY)
         try:
             sync(fd)
         finally:
@@ -175,8 +178,8 @@ class CachedFile:
 
     def rename(self, path: Path) -> None:
         """Move the file; a cached descriptor stays valid."""
-        os.replace(self.filename, path)
-        self.filename = os.fspath(path)
+        os.replace(self._path, path)
+        self.path = path
 
 
 class OpenFiles:

@@ -61,6 +61,7 @@ from kpybroker.log.retention import (
     retention_size_breached,
 )
 from kpybroker.log.segment import Segment, TimestampOffset, remove_segment_files
+from kpybroker.log.str_paths import StrPath
 from kpybroker.log.transaction_index import AbortedTxn
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import (
@@ -162,13 +163,13 @@ class PartitionLog:
     # One per partition, tens of thousands on a broker: slots, no __dict__ each.
     __slots__ = (
         "_dir_dirty",
+        "_directory",
         "_last_flush_ms",
         "_time_ms",
         "_to_release",
         "before_truncation",
         "config",
         "deleted",
-        "directory",
         "epoch_cache",
         "high_watermark",
         "log_end_offset",
@@ -179,6 +180,8 @@ class PartitionLog:
         "segments",
         "topic_id",
     )
+
+    directory = StrPath()
 
     def __init__(
         self,

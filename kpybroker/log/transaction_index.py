@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kpybroker.log.index import CorruptIndexError
+from kpybroker.log.str_paths import StrPath
 
 ABORTED_TXN_VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")
@@ -67,20 +68,17 @@ class TransactionIndex:
     __slots__ = (
         "_dirty",
         "_entries",
-        "_filename",
+        "_path",
         "base_offset",
     )
 
+    path = StrPath()
+
     def __init__(self, path: Path, base_offset: int) -> None:
-        # A str, not the Path: see ``open_files.CachedFile``.
-        self._filename = os.fspath(path)
+        self.path = path
         self.base_offset = base_offset
         self._entries: list[AbortedTxn] | None = None  # None: not read yet
         self._dirty = False
-
-    @property
-    def path(self) -> Path:
-        return Path(self._filename)
 
     @property
     def entries(self) -> list[AbortedTxn]:
@@ -152,8 +150,8 @@ class TransactionIndex:
 
     def rename(self, path: Path) -> None:
         if self.path.exists():
-            os.replace(self._filename, path)
-        self._filename = os.fspath(path)
+            os.replace(self._path, path)
+        self.path = path
 
     def delete(self) -> None:
         self.path.unlink(missing_ok=True)
