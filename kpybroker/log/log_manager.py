@@ -389,7 +389,9 @@ class LogManager:
     def _guard_truncation(self, tp: TopicPartition, partition_log: PartitionLog) -> None:
         """Make a truncation of the log first stop the cleaner from reading its segments."""
         if self.cleaner is not None:
-            partition_log.before_truncation = functools.partial(self.cleaner.abort, tp)
+            # The function and the cleaner as arguments: ``self.cleaner.abort`` would be a
+            # new bound method object (64 bytes) for each of the broker's logs.
+            partition_log.before_truncation = functools.partial(LogCleaner.abort, self.cleaner, tp)
 
     def update_config(self, topic: str, config: LogConfig) -> None:
         """Apply a topic's new config to its logs (new segments pick up index settings)."""

@@ -78,6 +78,11 @@ log = logging.getLogger(__name__)
 DELETE_TO_HIGH_WATERMARK = -1
 
 
+def _no_truncation_hook() -> None:
+    """``PartitionLog.before_truncation`` until the log manager sets it: one function for
+    every log, not a lambda each."""
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -242,7 +247,7 @@ class PartitionLog:
         self.deleted = False
         #: Called before a truncation rewrites segments in place; the log manager makes it
         #: abort a compaction round reading them (as Kafka's ``LogManager.truncateTo`` does).
-        self.before_truncation: Callable[[], None] = lambda: None
+        self.before_truncation: Callable[[], None] = _no_truncation_hook
 
     def __repr__(self) -> str:
         return (

@@ -148,11 +148,12 @@ class Segment:
             self.size = 0
         else:
             self.size = self.log_path.stat().st_size
+        rebuild = self.rebuild_indexes  # one bound method for both (each is a new object)
         self.offset_index = OffsetIndex(
-            index_path, base_offset, config.max_offset_index_entries, self.rebuild_indexes
+            index_path, base_offset, config.max_offset_index_entries, rebuild
         )
         self.time_index = TimeIndex(
-            time_index_path, base_offset, config.max_time_index_entries, self.rebuild_indexes
+            time_index_path, base_offset, config.max_time_index_entries, rebuild
         )
         self.txn_index = TransactionIndex(
             segment_file(directory, base_offset, TXN_INDEX_SUFFIX, file_suffix), base_offset

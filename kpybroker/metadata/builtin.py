@@ -53,6 +53,7 @@ import itertools
 import logging
 import os
 import struct
+import sys
 import time
 import zlib
 from collections import deque
@@ -183,6 +184,9 @@ class _Node:
         return self.record
 
     def add_child(self, name: str) -> None:
+        # Interned: the same names recur under every parent ("state" under each of tens of
+        # thousands of partitions, partition numbers under every topic).
+        name = sys.intern(name)
         if isinstance(self.children, frozenset):
             self.children = {name}
         else:
