@@ -132,9 +132,10 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-#: The children of every node that has none (most: a partition's state znode is a leaf),
-#: shared: an empty set is 216 bytes, and the tree holds two nodes per partition.
-_NO_CHILDREN: frozenset[str] = frozenset()
+#: Up to this many children are kept in a tuple, more in a set. The tree holds two nodes
+#: per partition, one with a single child ("state") and one with none, and a set is 216
+#: bytes even when empty; a node with many children (a topic's partitions) needs the set.
+_FEW_CHILDREN = 8
 
 
 @dataclass(slots=True, eq=False)
@@ -147,7 +148,7 @@ class _Node:
     version: int = 0
     cversion: int = 0
     owner: int = 0
-    children: set[str] | frozenset[str] = _NO_CHILDREN
+    children: tuple[str, ...] | set[str] = ()
     record: bytes | None = None
     """This node's snapshot record, kept until the node changes (see module doc)."""
 
@@ -187,14 +188,19 @@ class _Node:
         # Interned: the same names recur under every parent ("state" under each of tens of
         # thousands of partitions, partition numbers under every topic).
         name = sys.intern(name)
-        if isinstance(self.children, frozenset):
-            self.children = {name}
-        else:
-            self.children.add(name)
+        children = self.children
+        if isinstance(children, set):
+            children.add(name)
+        elif name not in children:
+            grown = (*children, name)
+            self.children = grown if len(grown) <= _FEW_CHILDREN else set(grown)
 
     def discard_child(self, name: str) -> None:
-        if isinstance(self.children, set):
-            self.children.discard(name)
+        children = self.children
+        if isinstance(children, set):
+            children.discard(name)
+        else:
+            self.children = tuple(child for child in children if child != name)
 
     def touch(self) -> None:
         """Mark the node changed so that the next snapshot re-encodes it."""
