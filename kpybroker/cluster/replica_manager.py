@@ -45,7 +45,7 @@ from kpybroker.log.log_manager import LogManager
 from kpybroker.log.partition_log import PartitionLog
 from kpybroker.log.slices import current_slices
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
-from kpybroker.metadata.model import NO_LEADER, Endpoint, PartitionMetadata
+from kpybroker.metadata.model import NO_LEADER, Endpoint, PartitionMetadata, topic_id_bytes
 from kpybroker.metadata.store import MetadataStoreError
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
@@ -147,13 +147,13 @@ class ReplicaManager:
             return
         if only is None:
             meta = self._cluster.topics()[name]
-            topic_id = meta.topic_id.bytes
+            topic_id = topic_id_bytes(meta.topic_id)
             changed = list(meta.partitions.items())
         else:
             found = self._cluster.partition(name, only)
             if found is None:
                 return
-            topic_id, changed = found[0].bytes, [(only, found[1])]
+            topic_id, changed = topic_id_bytes(found[0]), [(only, found[1])]
         config = None
         for index, pm in changed:
             if self.broker_id not in pm.replicas:
@@ -204,7 +204,8 @@ class ReplicaManager:
         if pm is None or self.broker_id not in pm.replicas or tp in self.partitions:
             return None
         config = self._config_for(name)
-        return NewLog(name, index, meta.topic_id.bytes, config, first_epoch(pm, self.broker_id))
+        topic_id = topic_id_bytes(meta.topic_id)
+        return NewLog(name, index, topic_id, config, first_epoch(pm, self.broker_id))
 
     def _logs_created(self, made: list[tuple[NewLog, PartitionLog]]) -> None:
         """Queued logs exist: host their partitions (or delete a log whose topic went away
