@@ -59,8 +59,40 @@ class Transition(enum.Enum):
     """Another broker (or none: leader -1) now leads, at a new epoch."""
 
 
+def _ignore_caught_up(partition: Partition, follower: int) -> None:
+    """The default ``on_caught_up``: one function for every partition, not a lambda each."""
+
+
+def _ignore_disk_error(log: PartitionLog, what: str, exc: OSError) -> None:
+    """The default ``on_disk_error``."""
+
+
 class Partition:
-    """One replica of a partition on this broker."""
+    """One replica of a partition on this broker.
+
+    A broker hosts tens of thousands of these, most of them idle, so the class has
+    ``__slots__`` and what only a busy partition needs (the futures waiting on it) is made
+    on first use: an empty set is 216 bytes.
+    """
+
+    __slots__ = (
+        "_acks",
+        "_append_waiters",
+        "_hwm_waiters",
+        "broker_id",
+        "clock_ms",
+        "followers",
+        "index",
+        "leader_epoch_start_offset",
+        "log",
+        "meta",
+        "min_insync_replicas",
+        "on_caught_up",
+        "on_disk_error",
+        "pending_isr",
+        "topic",
+        "topic_id",
+    )
 
     def __init__(
         self,
@@ -82,15 +114,21 @@ class Partition:
         self.meta = PartitionMetadata(index, ())
         self.leader_epoch_start_offset = -1
         self.followers: dict[int, FollowerProgress] = {}
+        #: An ISR being written by this leader; the high watermark counts it in meanwhile.
         self.pending_isr: tuple[int, ...] | None = None
-        """An ISR being written by this leader; the high watermark counts it in meanwhile."""
         #: Called with (partition, follower) when a follower caught up and may join the ISR.
-        self.on_caught_up: Callable[[Partition, int], None] = lambda partition, follower: None
-        #: Called with (what, error) when the log hit a disk error: its directory goes offline.
-        self.on_disk_error: Callable[[str, OSError], None] = lambda what, exc: None
-        self._append_waiters: set[asyncio.Future[bool]] = set()
-        self._hwm_waiters: set[asyncio.Future[bool]] = set()
-        self._acks: list[tuple[int, asyncio.Future[ErrorCode]]] = []
+        #: The replica manager gives every partition the same callable (no closure each).
+        self.on_caught_up: Callable[[Partition, int], None] = _ignore_caught_up
+        #: Called with (log, what, error) when the log hit a disk error: its directory goes
+        #: offline. Shared by every partition, like ``on_caught_up``.
+        self.on_disk_error: Callable[[PartitionLog, str, OSError], None] = _ignore_disk_error
+        #: Futures resolved at the next append (follower fetches) and at the next move of the
+        #: high watermark (consumer fetches); None until the first waits.
+        self._append_waiters: set[asyncio.Future[bool]] | None = None
+        self._hwm_waiters: set[asyncio.Future[bool]] | None = None
+        #: acks=all produces waiting for the high watermark to pass their offset; None when
+        #: none ever did.
+        self._acks: list[tuple[int, asyncio.Future[ErrorCode]]] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -184,8 +222,8 @@ class Partition:
 
     def fail_acks(self, error: ErrorCode) -> None:
         """Answer every acks=all produce waiting here with ``error``."""
-        acks, self._acks = self._acks, []
-        for _, future in acks:
+        acks, self._acks = self._acks, None
+        for _, future in acks or ():
             if not future.done():
                 future.set_result(error)
 
@@ -255,7 +293,7 @@ class Partition:
 
     def _storage_error(self, what: str, exc: OSError) -> KafkaError:
         """Report a disk error (its directory goes offline); the error to answer with."""
-        self.on_disk_error(what, exc)
+        self.on_disk_error(self.log, what, exc)
         return KafkaError(
             ErrorCode.KAFKA_STORAGE_ERROR, f"Disk error when trying to access log file: {exc}"
         )
@@ -286,11 +324,13 @@ class Partition:
         if outcome is not None:
             return outcome
         future = asyncio.get_running_loop().create_future()
+        if self._acks is None:
+            self._acks = []
         self._acks.append((offset, future))
         try:
             error = await future
         finally:
-            self._acks = [(o, f) for o, f in self._acks if f is not future]
+            self._acks = [(o, f) for o, f in self._acks or () if f is not future] or None
         return error or self._committed_outcome()
 
     def update_follower(self, follower: int, fetch_offset: int) -> None:
@@ -336,7 +376,7 @@ class Partition:
 
     def _complete_acks(self) -> None:
         hwm = self.log.high_watermark
-        for offset, future in self._acks:
+        for offset, future in self._acks or ():
             if offset <= hwm and not future.done():
                 future.set_result(ErrorCode.NONE)
 
@@ -374,12 +414,12 @@ class Partition:
     def append_as_follower(self, records: memoryview, leader_hwm: int, leader_start: int) -> int:
         """Append what the leader sent and follow its high watermark and log start offset;
         a disk error takes the log's directory offline and is raised."""
-        try:
-            appended = self.log.append_as_follower(records) if records else 0
-        except OSError as exc:
-            self.on_disk_error(f"appending to {self.topic}-{self.index} as follower", exc)
-            raise
         plog = self.log
+        try:
+            appended = plog.append_as_follower(records) if records else 0
+        except OSError as exc:
+            self.on_disk_error(plog, f"appending to {self.topic}-{self.index} as follower", exc)
+            raise
         plog.update_high_watermark(min(leader_hwm, plog.log_end_offset))
         if leader_start > plog.log_start_offset:
             plog.increment_log_start_offset(min(leader_start, plog.high_watermark))
@@ -389,14 +429,24 @@ class Partition:
 
     def add_waiter(self, future: asyncio.Future[bool], *, for_follower: bool) -> None:
         """Resolve ``future`` at the next append (followers) or high watermark move (consumers)."""
-        (self._append_waiters if for_follower else self._hwm_waiters).add(future)
+        if for_follower:
+            if self._append_waiters is None:
+                self._append_waiters = set()
+            self._append_waiters.add(future)
+        else:
+            if self._hwm_waiters is None:
+                self._hwm_waiters = set()
+            self._hwm_waiters.add(future)
 
     def remove_waiter(self, future: asyncio.Future[bool]) -> None:
-        self._append_waiters.discard(future)
-        self._hwm_waiters.discard(future)
+        for waiters in (self._append_waiters, self._hwm_waiters):
+            if waiters:
+                waiters.discard(future)
 
     @staticmethod
-    def _wake(waiters: set[asyncio.Future[bool]]) -> None:
+    def _wake(waiters: set[asyncio.Future[bool]] | None) -> None:
+        if not waiters:
+            return
         for future in waiters:
             if not future.done():
                 future.set_result(True)

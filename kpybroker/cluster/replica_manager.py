@@ -29,7 +29,6 @@ does the same to the partitions whose logs could not be found.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from kpybroker.log.log_manager import LogManager
 from kpybroker.log.partition_log import PartitionLog
 from kpybroker.log.slices import current_slices
 from kpybroker.metadata.cluster_metadata import ClusterMetadata
-from kpybroker.metadata.model import NO_LEADER, Endpoint, PartitionMetadata
+from kpybroker.metadata.model import NO_LEADER, Endpoint, PartitionMetadata, topic_id_bytes
 from kpybroker.metadata.store import MetadataStoreError
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
@@ -103,6 +102,9 @@ class ReplicaManager:
         self.settings = settings
         self._fetchers = FetcherManager(self.broker_id, self.inter_broker_address, settings)
         self._isr = IsrWriter(cluster, self.clock_ms)
+        # Bound once and shared by every partition: each ``obj.method`` is a new 64-byte object.
+        self._on_caught_up: Callable[[Partition, int], None] = self._isr.expand
+        self._on_disk_error: Callable[[PartitionLog, str, OSError], None] = logs.fail_log
         self._creator = LogCreator(logs, self._new_log, self._logs_created)
         logs.failures.add_listener(self._on_log_dir_failure)
         self._offline_from_start()
@@ -146,13 +148,13 @@ class ReplicaManager:
             return
         if only is None:
             meta = self._cluster.topics()[name]
-            topic_id = meta.topic_id.bytes
+            topic_id = topic_id_bytes(meta.topic_id)
             changed = list(meta.partitions.items())
         else:
             found = self._cluster.partition(name, only)
             if found is None:
                 return
-            topic_id, changed = found[0].bytes, [(only, found[1])]
+            topic_id, changed = topic_id_bytes(found[0]), [(only, found[1])]
         config = None
         for index, pm in changed:
             if self.broker_id not in pm.replicas:
@@ -188,8 +190,8 @@ class ReplicaManager:
 
     def _host(self, plog: PartitionLog, name: str, index: int, topic_id: bytes) -> Partition:
         partition = Partition(plog, name, index, topic_id, self.broker_id, clock_ms=self.clock_ms)
-        partition.on_caught_up = self._isr.expand
-        partition.on_disk_error = functools.partial(self._logs.fail_log, plog)
+        partition.on_caught_up = self._on_caught_up
+        partition.on_disk_error = self._on_disk_error
         self.partitions[(name, index)] = partition
         self.topic_names[topic_id] = name
         return partition
@@ -203,7 +205,8 @@ class ReplicaManager:
         if pm is None or self.broker_id not in pm.replicas or tp in self.partitions:
             return None
         config = self._config_for(name)
-        return NewLog(name, index, meta.topic_id.bytes, config, first_epoch(pm, self.broker_id))
+        topic_id = topic_id_bytes(meta.topic_id)
+        return NewLog(name, index, topic_id, config, first_epoch(pm, self.broker_id))
 
     def _logs_created(self, made: list[tuple[NewLog, PartitionLog]]) -> None:
         """Queued logs exist: host their partitions (or delete a log whose topic went away

@@ -60,6 +60,18 @@ class SparseIndex:
     and which ordering makes the entries valid (``_check``).
     """
 
+    # Two per segment, and a broker has a segment or more per partition: no __dict__ each.
+    __slots__ = (
+        "_dirty",
+        "_keys",
+        "_on_corrupt",
+        "_pending",
+        "_values",
+        "base_offset",
+        "file",
+        "max_entries",
+    )
+
     ENTRY: ClassVar[struct.Struct]
 
     def __init__(
@@ -260,6 +272,8 @@ class SparseIndex:
 
 class OffsetIndex(SparseIndex):
     """``<base>.index``: offset -> byte position of a batch boundary in the segment."""
+
+    __slots__ = ()
 
     ENTRY = struct.Struct(">ii")
 

@@ -17,6 +17,7 @@ from kpybroker.log.checkpoint import (
     write_epoch_checkpoint,
 )
 from kpybroker.log.names import LEADER_EPOCH_CHECKPOINT
+from kpybroker.log.str_paths import StrPath
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,16 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 class LeaderEpochCache:
     """Epoch start offsets, kept in memory and written through to the checkpoint on every change."""
+
+    # One per partition: slots, no __dict__ each.
+    __slots__ = (
+        "_epochs",
+        "_in_file",
+        "_path",
+        "_starts",
+    )
+
+    path = StrPath()
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / LEADER_EPOCH_CHECKPOINT

@@ -78,6 +78,23 @@ TopicPartition = tuple[str, int]
 KRAFT_METADATA_TOPIC = "__cluster_metadata"
 
 
+class _AbortCleaning:
+    """A log's truncation hook: stop the cleaner's round on the log's partition first.
+
+    A slotted object of 48 bytes: a ``functools.partial`` with its argument tuple and its
+    keyword dict was over 200, for each of the broker's logs.
+    """
+
+    __slots__ = ("_cleaner", "_tp")
+
+    def __init__(self, cleaner: LogCleaner, tp: TopicPartition) -> None:
+        self._cleaner = cleaner
+        self._tp = tp
+
+    def __call__(self) -> None:
+        self._cleaner.abort(self._tp)
+
+
 class LogDirLockedError(RuntimeError):
     """Another process (another broker) is using this log directory."""
 
@@ -389,7 +406,7 @@ class LogManager:
     def _guard_truncation(self, tp: TopicPartition, partition_log: PartitionLog) -> None:
         """Make a truncation of the log first stop the cleaner from reading its segments."""
         if self.cleaner is not None:
-            partition_log.before_truncation = functools.partial(self.cleaner.abort, tp)
+            partition_log.before_truncation = _AbortCleaning(self.cleaner, tp)
 
     def update_config(self, topic: str, config: LogConfig) -> None:
         """Apply a topic's new config to its logs (new segments pick up index settings)."""

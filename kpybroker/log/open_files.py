@@ -45,6 +45,8 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
+from kpybroker.log.str_paths import StrPath
+
 log = logging.getLogger(__name__)
 
 #: The fewest files the cache keeps open, whatever the limit.
@@ -120,9 +122,14 @@ class OpenFile:
 
 
 class CachedFile:
-    """A file the cache opens on use: its path (renames update it) and how to open it."""
+    """A file the cache opens on use: its path (renames update it) and how to open it.
 
-    __slots__ = ("_cache", "flags", "path")
+    Three per segment: the path is a ``StrPath``.
+    """
+
+    __slots__ = ("_cache", "_path", "flags")
+
+    path = StrPath()
 
     def __init__(self, cache: OpenFiles, path: Path, flags: int) -> None:
         self.path = path
@@ -130,7 +137,12 @@ class CachedFile:
         self._cache = cache
 
     def __repr__(self) -> str:
-        return f"CachedFile({self.path})"
+        return f"CachedFile({self._path})"
+
+    @property
+    def filename(self) -> str:
+        """The path as stored, for ``os`` calls that need no ``Path``."""
+        return self._path
 
     def open(self, *, create: bool = False) -> OpenFile:
         """The file's descriptor, opened now if it is not cached; ``create`` makes a new file
@@ -158,7 +170,7 @@ class CachedFile:
         if opened is not None:
             sync(opened.fd)
             return
-        fd = os.open(self.path, os.O_RDONLY)
+        fd = os.open(self._path, os.O_RDONLY)
         try:
             sync(fd)
         finally:
@@ -166,7 +178,7 @@ class CachedFile:
 
     def rename(self, path: Path) -> None:
         """Move the file; a cached descriptor stays valid."""
-        os.replace(self.path, path)
+        os.replace(self._path, path)
         self.path = path
 
 
@@ -224,11 +236,11 @@ class OpenFiles:
             capacity = self.capacity
             while self._open and len(self) >= capacity:
                 self._evict_oldest()
-            opened = OpenFile(self._os_open(file.path, file.flags | extra_flags), file)
+            opened = OpenFile(self._os_open(file.filename, file.flags | extra_flags), file)
             self._open[file] = opened
             return opened
 
-    def _os_open(self, path: Path, flags: int) -> int:
+    def _os_open(self, path: str, flags: int) -> int:
         """``os.open``; when the process is out of descriptors (sockets took the headroom),
         the least recently used files are closed until it succeeds or none is left."""
         while True:

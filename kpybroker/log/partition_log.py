@@ -61,6 +61,7 @@ from kpybroker.log.retention import (
     retention_size_breached,
 )
 from kpybroker.log.segment import Segment, TimestampOffset, remove_segment_files
+from kpybroker.log.str_paths import StrPath
 from kpybroker.log.transaction_index import AbortedTxn
 from kpybroker.protocol.errors import ErrorCode, KafkaError
 from kpybroker.protocol.records import (
@@ -75,6 +76,11 @@ log = logging.getLogger(__name__)
 
 #: DeleteRecords: offset -1 means the high watermark (``DeleteRecordsRequest.HIGH_WATERMARK``).
 DELETE_TO_HIGH_WATERMARK = -1
+
+
+def _no_truncation_hook() -> None:
+    """``PartitionLog.before_truncation`` until the log manager sets it: one function for
+    every log, not a lambda each."""
 
 
 def wall_clock_ms() -> int:
@@ -159,6 +165,29 @@ class AppendResult(NamedTuple):
 class PartitionLog:
     """The segments, indexes, producer state and leader epochs of one partition."""
 
+    # One per partition, tens of thousands on a broker: slots, no __dict__ each.
+    __slots__ = (
+        "_dir_dirty",
+        "_directory",
+        "_last_flush_ms",
+        "_time_ms",
+        "_to_release",
+        "before_truncation",
+        "config",
+        "deleted",
+        "epoch_cache",
+        "high_watermark",
+        "log_end_offset",
+        "log_start_offset",
+        "name",
+        "producer_state",
+        "recovery_point",
+        "segments",
+        "topic_id",
+    )
+
+    directory = StrPath()
+
     def __init__(
         self,
         directory: Path,
@@ -218,7 +247,7 @@ class PartitionLog:
         self.deleted = False
         #: Called before a truncation rewrites segments in place; the log manager makes it
         #: abort a compaction round reading them (as Kafka's ``LogManager.truncateTo`` does).
-        self.before_truncation: Callable[[], None] = lambda: None
+        self.before_truncation: Callable[[], None] = _no_truncation_hook
 
     def __repr__(self) -> str:
         return (

@@ -57,6 +57,7 @@ from kpybroker.log.checkpoint import atomic_write
 from kpybroker.log.control_batches import EndTxnMarker
 from kpybroker.log.log_config import INT_MAX
 from kpybroker.log.names import SNAPSHOT_SUFFIX, names_ending, offset_from_filename, segment_file
+from kpybroker.log.str_paths import StrPath
 from kpybroker.log.transaction_index import AbortedTxn, TransactionIndex
 from kpybroker.log.transactions import CompletedTxn, TxnTracker
 from kpybroker.protocol.crc import crc32c
@@ -163,6 +164,18 @@ class VerificationGuard:
 
 class ProducerStateManager:
     """Producer entries of one partition, with snapshots in the partition directory."""
+
+    # One per partition: slots, no __dict__ each.
+    __slots__ = (
+        "_directory",
+        "expiration_ms",
+        "last_snapshot_offset",
+        "producers",
+        "txns",
+        "verifications",
+    )
+
+    directory = StrPath()
 
     def __init__(
         self, directory: Path, expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS

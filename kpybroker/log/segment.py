@@ -104,6 +104,23 @@ class Segment:
     """A ``.log`` file, its two sparse indexes and its transaction index; only the active
     segment is appended to."""
 
+    # One or more per partition: slots, no __dict__ each.
+    __slots__ = (
+        "_bytes_since_index_entry",
+        "_first_batch_timestamp",
+        "_max_timestamp",
+        "base_offset",
+        "created_ms",
+        "index_interval_bytes",
+        "indexes_missing",
+        "log_file",
+        "offset_index",
+        "roll_jitter_ms",
+        "size",
+        "time_index",
+        "txn_index",
+    )
+
     def __init__(
         self,
         directory: Path,
@@ -131,11 +148,12 @@ class Segment:
             self.size = 0
         else:
             self.size = self.log_path.stat().st_size
+        rebuild = self.rebuild_indexes  # one bound method for both (each is a new object)
         self.offset_index = OffsetIndex(
-            index_path, base_offset, config.max_offset_index_entries, self.rebuild_indexes
+            index_path, base_offset, config.max_offset_index_entries, rebuild
         )
         self.time_index = TimeIndex(
-            time_index_path, base_offset, config.max_time_index_entries, self.rebuild_indexes
+            time_index_path, base_offset, config.max_time_index_entries, rebuild
         )
         self.txn_index = TransactionIndex(
             segment_file(directory, base_offset, TXN_INDEX_SUFFIX, file_suffix), base_offset

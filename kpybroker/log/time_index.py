@@ -17,6 +17,8 @@ NO_TIMESTAMP = -1
 
 
 class TimeIndex(SparseIndex):
+    __slots__ = ()
+
     ENTRY = struct.Struct(">qi")
 
     def _encode(self, key: int, value: int) -> bytes:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kpybroker.log.index import CorruptIndexError
+from kpybroker.log.str_paths import StrPath
 
 ABORTED_TXN_VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")
@@ -62,6 +63,16 @@ def decode_entries(data: bytes, path: Path) -> list[AbortedTxn]:
 
 class TransactionIndex:
     """The aborted transactions of one segment, in a file created on first use."""
+
+    # One per segment: slots, no __dict__ each.
+    __slots__ = (
+        "_dirty",
+        "_entries",
+        "_path",
+        "base_offset",
+    )
+
+    path = StrPath()
 
     def __init__(self, path: Path, base_offset: int) -> None:
         self.path = path
@@ -139,7 +150,7 @@ class TransactionIndex:
 
     def rename(self, path: Path) -> None:
         if self.path.exists():
-            os.replace(self.path, path)
+            os.replace(self._path, path)
         self.path = path
 
     def delete(self) -> None:

@@ -33,6 +33,12 @@ class CompletedTxn(NamedTuple):
 class TxnTracker:
     """Ongoing transactions by first offset, and completed ones not yet below the HWM."""
 
+    # One per partition: slots, no __dict__ each.
+    __slots__ = (
+        "ongoing",
+        "unreplicated",
+    )
+
     def __init__(self) -> None:
         self.ongoing: dict[int, int] = {}  # first offset -> producer id
         self.unreplicated: dict[int, int] = {}  # first offset -> marker offset

@@ -53,11 +53,12 @@ import itertools
 import logging
 import os
 import struct
+import sys
 import time
 import zlib
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -131,6 +132,12 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+#: Up to this many children are kept in a tuple, more in a set. The tree holds two nodes
+#: per partition, one with a single child ("state") and one with none, and a set is 216
+#: bytes even when empty; a node with many children (a topic's partitions) needs the set.
+_FEW_CHILDREN = 8
+
+
 @dataclass(slots=True, eq=False)
 class _Node:
     data: bytes
@@ -141,7 +148,7 @@ class _Node:
     version: int = 0
     cversion: int = 0
     owner: int = 0
-    children: set[str] = field(default_factory=set)
+    children: tuple[str, ...] | set[str] = ()
     record: bytes | None = None
     """This node's snapshot record, kept until the node changes (see module doc)."""
 
@@ -176,6 +183,24 @@ class _Node:
                 + self.data
             )
         return self.record
+
+    def add_child(self, name: str) -> None:
+        # Interned: the same names recur under every parent ("state" under each of tens of
+        # thousands of partitions, partition numbers under every topic).
+        name = sys.intern(name)
+        children = self.children
+        if isinstance(children, set):
+            children.add(name)
+        elif name not in children:
+            grown = (*children, name)
+            self.children = grown if len(grown) <= _FEW_CHILDREN else set(grown)
+
+    def discard_child(self, name: str) -> None:
+        children = self.children
+        if isinstance(children, set):
+            children.discard(name)
+        else:
+            self.children = tuple(child for child in children if child != name)
 
     def touch(self) -> None:
         """Mark the node changed so that the next snapshot re-encodes it."""
@@ -216,7 +241,7 @@ def _decode_snapshot(raw: bytes) -> tuple[int, dict[str, _Node]]:
                 parent = nodes.get(parent_path(path))
                 if parent is None:
                     raise SnapshotCorruptError(f"{path} precedes its parent")
-                parent.children.add(node_name(path))
+                parent.add_child(node_name(path))
             nodes[path] = node
     except (struct.error, UnicodeDecodeError) as exc:
         raise SnapshotCorruptError(f"truncated or garbled record at byte {pos}") from exc
@@ -428,7 +453,7 @@ class BuiltinEnsemble:
         zxid = self._next_zxid()
         now = _now_ms()
         self._nodes[path] = _Node(data, zxid, zxid, now, now, owner=owner)
-        parent.children.add(node_name(path))
+        parent.add_child(node_name(path))
         parent.cversion += 1
         parent.touch()
         if owner:
@@ -465,7 +490,7 @@ class BuiltinEnsemble:
         self._next_zxid()
         parent_name = parent_path(path)
         parent = self._nodes[parent_name]
-        parent.children.discard(node_name(path))
+        parent.discard_child(node_name(path))
         parent.cversion += 1
         parent.touch()
         if node.owner:
@@ -499,8 +524,10 @@ class BuiltinMetadataStore(MetadataStore):
             self._owns_ensemble = False
         self.ensemble = ensemble
         self._session_id = 0
-        self._data_watches: dict[str, set[WatchCallback]] = {}
-        self._child_watches: dict[str, set[WatchCallback]] = {}
+        #: The watches left on each path: a tuple, not a set (216 bytes even for the one
+        #: watch that most of the tens of thousands of watched paths have).
+        self._data_watches: dict[str, tuple[WatchCallback, ...]] = {}
+        self._child_watches: dict[str, tuple[WatchCallback, ...]] = {}
         self._pending_events: deque[tuple[int, WatchCallback, WatchedEvent]] = deque()
         self._listeners: list[SessionListener] = []
 
@@ -569,9 +596,9 @@ class BuiltinMetadataStore(MetadataStore):
         """Consume the watches ``event`` fires; they are delivered once ``zxid`` is durable."""
         watches: set[WatchCallback] = set()
         if event.type is not EventType.CHILD:
-            watches |= self._data_watches.pop(event.path, set())
+            watches.update(self._data_watches.pop(event.path, ()))
         if event.type in (EventType.CHILD, EventType.DELETED):
-            watches |= self._child_watches.pop(event.path, set())
+            watches.update(self._child_watches.pop(event.path, ()))
         self._pending_events.extend((zxid, watch, event) for watch in watches)
 
     def _release(self, zxid: int) -> None:
@@ -581,9 +608,14 @@ class BuiltinMetadataStore(MetadataStore):
             loop.call_soon(_invoke, watch, event)
 
     @staticmethod
-    def _arm(table: dict[str, set[WatchCallback]], path: str, watch: WatchCallback | None) -> None:
+    def _arm(
+        table: dict[str, tuple[WatchCallback, ...]], path: str, watch: WatchCallback | None
+    ) -> None:
+        """Leave ``watch`` on ``path``, once (as ZooKeeper: the same watch set twice fires once)."""
         if watch is not None:
-            table.setdefault(path, set()).add(watch)
+            armed = table.get(path, ())
+            if watch not in armed:
+                table[path] = (*armed, watch)
 
     # -- operations --------------------------------------------------------------
 

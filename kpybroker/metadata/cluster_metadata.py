@@ -61,6 +61,7 @@ from kpybroker.metadata.store import (
     NodeExistsError,
     NoNodeError,
     SessionState,
+    WatchCallback,
     WatchedEvent,
     join_path,
 )
@@ -180,6 +181,9 @@ class ClusterMetadata:
         self._group_configs = mirror(GROUP_CONFIGS_PATH, decode_config, self._group_config_changed)
         self._states: dict[str, dict[int, tuple[PartitionState, int]]] = {}
         self._views = TopicViewCache(self._topic_nodes, self._topic_configs, self._states)
+        #: The watch left on every partition state znode: bound once, not a new 64-byte
+        #: bound method per znode for the store to keep.
+        self._partition_watch: WatchCallback = self._on_partition_event
         self._controller_id: int | None = None
         self._registration: tuple[int, tuple[Endpoint, ...], str | None] | None = None
         self._session_lost = False
@@ -590,9 +594,7 @@ class ClusterMetadata:
         if node is None or partition not in node.replicas:
             return
         path = partition_state_path(topic, partition)
-        found = await read_watched(
-            self.store, path, self._on_partition_event, floor=topic_path(topic)
-        )
+        found = await read_watched(self.store, path, self._partition_watch, floor=topic_path(topic))
         states = self._states.get(topic)
         if states is None:
             return  # the topic went away meanwhile

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import functools
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -201,6 +202,13 @@ class TopicMetadata:
     topic_id: uuid.UUID
     partitions: Mapping[int, PartitionMetadata]
     configs: Mapping[str, str]
+
+
+@functools.lru_cache(maxsize=4096)
+def topic_id_bytes(topic_id: uuid.UUID) -> bytes:
+    """``topic_id.bytes``, one object per topic: ``.bytes`` makes new bytes at each call,
+    and a broker keeps the topic id with every partition and log it hosts (49 bytes each)."""
+    return topic_id.bytes
 
 
 class ChangeKind(enum.Enum):

@@ -41,10 +41,11 @@ malformed payload.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote_plus
@@ -261,11 +262,23 @@ def encode_topic(
     )
 
 
+def broker_ids(ids: Iterable[Any]) -> tuple[int, ...]:
+    """A replica list or ISR as a tuple of broker ids, shared with equal ones decoded before:
+    they are drawn from few brokers, so the same few tuples recur across tens of thousands
+    of partitions (each distinct tuple is 48 bytes or more)."""
+    return _shared(tuple(map(int, ids)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared(ids: tuple[int, ...]) -> tuple[int, ...]:
+    return ids
+
+
 def decode_topic(name: str, data: bytes, stat: NodeStat) -> TopicNode:
     info = json.loads(data)
 
     def listing(key: str) -> dict[int, tuple[int, ...]]:
-        return {int(p): tuple(map(int, b)) for p, b in (info.get(key) or {}).items()}
+        return {int(p): broker_ids(b) for p, b in (info.get(key) or {}).items()}
 
     return TopicNode(
         uuid_from_str(info["topic_id"]),
@@ -295,7 +308,7 @@ def decode_state_entry(data: bytes, stat: NodeStat) -> tuple[PartitionState, int
     state = PartitionState(
         leader=int(info["leader"]),
         leader_epoch=int(info["leader_epoch"]),
-        isr=tuple(map(int, info["isr"])),
+        isr=broker_ids(info["isr"]),
         controller_epoch=int(info["controller_epoch"]),
         leader_recovery_state=int(info.get("leader_recovery_state", RECOVERED)),
     )

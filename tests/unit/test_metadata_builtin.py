@@ -193,3 +193,27 @@ def test_failed_write_makes_the_store_unusable(tmp_path: Path) -> None:
             assert await reopened.exists("/lost") is None
 
     run(main)
+
+
+def test_children_listed_as_they_grow_past_a_few_and_shrink_again(tmp_path: Path) -> None:
+    """A node keeps a few children in a tuple and more in a set: both read the same,
+    across a restart too."""
+
+    async def main() -> None:
+        names = [str(i) for i in range(12)]
+        async with BuiltinMetadataStore(tmp_path) as store:
+            await store.create("/t", b"")
+            for count, name in enumerate(names, 1):
+                await store.create(f"/t/{name}", b"")
+                assert await store.get_children("/t") == sorted(names[:count])
+                assert (await store.exists("/t")).num_children == count
+            for name in names[3:]:
+                await store.delete(f"/t/{name}")
+            assert await store.get_children("/t") == sorted(names[:3])
+            await store.delete("/t/1")
+            assert await store.get_children("/t") == ["0", "2"]
+        async with BuiltinMetadataStore(tmp_path) as store:
+            assert await store.get_children("/t") == ["0", "2"]
+            assert await store.get_children("/t/0") == []
+
+    run(main)
