@@ -17,17 +17,12 @@ reference counting; only reference cycles among them wait. When partitions go
 away (topics deleted, replicas moved), the heap is unfrozen, and at the next call
 collected in full (their cycles freed) and frozen again: one full collection per
 second at most while partitions keep going away, none in the steady state.
-
-After a freeze that follows growth, the C heap's free pages go back to the operating
-system (``heap_trim``): making the new partitions freed more than it kept.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-
-from kpybroker.server.heap_trim import trim_heap
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +43,6 @@ class HeapFreezer:
             # Garbage goes first (all of it after a thaw), not into the permanent generation.
             gc.collect(2 if self._thawed else 1)
             gc.freeze()
-            trim_heap()
             self._thawed = False
             if log.isEnabledFor(logging.DEBUG):  # counting walks every frozen object
                 log.debug("froze %d objects at %d partitions", gc.get_freeze_count(), partitions)

@@ -61,25 +61,3 @@ def test_the_frozen_objects_are_counted_only_for_a_debug_log(monkeypatch, caplog
     caplog.set_level(logging.DEBUG, logger="kpybroker.server.heap_freezer")
     HeapFreezer().settle(10)
     assert counted == [1]
-
-
-def test_the_c_heap_is_trimmed_after_growth_only(monkeypatch) -> None:
-    """Free pages go back to the OS once partitions were added, not at every settle."""
-    from kpybroker.server import heap_freezer
-
-    trims = []
-    monkeypatch.setattr(heap_freezer, "trim_heap", lambda: trims.append(1))
-    heap = HeapFreezer()
-    heap.settle(10)
-    heap.settle(10)
-    assert len(trims) == 1
-    heap.settle(11)
-    assert len(trims) == 2
-
-
-def test_trimming_runs_with_or_without_glibc(monkeypatch) -> None:
-    from kpybroker.server import heap_trim
-
-    heap_trim.trim_heap()  # glibc here: returns free pages
-    monkeypatch.setattr(heap_trim, "_MALLOC_TRIM", None)
-    heap_trim.trim_heap()  # musl, macOS: nothing to call
