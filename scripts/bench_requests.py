@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import uuid
 
-from bench_throughput import create_topic, local_broker, measured
+from bench_throughput import broker_with_topic, measured
 from benchlib.small_requests import produce_one_at_a_time
 
 
@@ -33,12 +32,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=15.0)
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
-        pid = None
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            bootstrap, pid = stack.enter_context(local_broker())
-        topic = f"requests-{uuid.uuid4().hex[:8]}"
-        create_topic(bootstrap, topic, args.partitions)
+        bootstrap, pid, topic = broker_with_topic(
+            stack, args.bootstrap, "requests", args.partitions
+        )
         outcome: list[tuple[int, float, list[float]]] = []
 
         def run() -> float:

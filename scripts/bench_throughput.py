@@ -77,6 +77,19 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
 
 
+def broker_with_topic(
+    stack: contextlib.ExitStack, bootstrap: str | None, prefix: str, partitions: int
+) -> tuple[str, int | None, str]:
+    """``bootstrap``, or a kpybroker started for the run (whose pid is then known), and a new
+    topic of ``partitions`` partitions on it named ``<prefix>-<random>``."""
+    pid = None
+    if bootstrap is None:
+        bootstrap, pid = stack.enter_context(local_broker())
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, partitions)
+    return bootstrap, pid, topic
+
+
 def produce(bootstrap: str, topic: str, count: int, size: int, linger_ms: int, codec: str) -> float:
     producer = Producer(
         {
@@ -170,12 +183,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
-        pid = None
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            bootstrap, pid = stack.enter_context(local_broker())
-        topic = f"bench-{uuid.uuid4().hex[:8]}"
-        create_topic(bootstrap, topic, args.partitions)
+        bootstrap, pid, topic = broker_with_topic(stack, args.bootstrap, "bench", args.partitions)
         print(
             f"broker {bootstrap}, topic {topic}, {args.partitions} partitions, "
             f"{args.size}-byte values, compression {args.compression}"
