@@ -5,6 +5,7 @@ once, backs off and resumes; waiting connections are kept."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import resource
@@ -49,6 +50,11 @@ async def accept_out_of_descriptors(
     # The kernel completes these handshakes; the event loop has not run to accept them.
     clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(WAITING)]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # Garbage left by earlier tests may hold descriptors (a log's cached files, a socket),
+    # which a collection during the test would close, making room for an accept meant to
+    # fail: it is collected first, and the collector stays off while the limit holds.
+    gc.collect()
+    gc.disable()
     try:
         # No new descriptor fits below the soft limit: every accept fails with EMFILE.
         resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free_descriptor(), hard))
@@ -56,6 +62,7 @@ async def accept_out_of_descriptors(
         await while_limited(connections)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        gc.enable()
     await all_accepted(connections)
     server.close()
     for client in clients:
