@@ -252,7 +252,15 @@ def _private_key(text: str, password: Password | None) -> PrivateKeyTypes:
     secret = None if password is None else password.value.encode()
     try:
         return serialization.load_der_private_key(keys[0], secret)
-    except (TypeError, ValueError, UnsupportedAlgorithm) as exc:
+    except ValueError as exc:
+        if secret is not None and not str(exc).startswith("Incorrect password"):
+            # A wrong password decrypts to bytes whose padding checks out one time in 256;
+            # those then fail to parse, which is still the password's fault, not the format's.
+            raise ValueError(
+                "Private key could not be loaded: Incorrect password, or the key is corrupt"
+            ) from exc
+        raise ValueError(f"Private key could not be loaded: {exc}") from exc
+    except (TypeError, UnsupportedAlgorithm) as exc:
         raise ValueError(f"Private key could not be loaded: {exc}") from exc
 
 

@@ -98,6 +98,31 @@ def test_an_encrypted_key_needs_its_password(
     assert failure.value.key == "ssl.keystore.key"
 
 
+# A throw-away key encrypted with "key-secret". "wrong-258" decrypts it to bytes whose padding
+# checks out but which do not parse: what any wrong password does one time in 256.
+_KEY_A_WRONG_PASSWORD_DECRYPTS = """\
+-----BEGIN ENCRYPTED PRIVATE KEY-----
+MIGxMBwGCiqGSIb3DQEMAQMwDgQIiF22dW2Jg2UCAk4gBIGQPsWvPp3ewnLrhfcB
+RxVCKnv15NDsLZdFZwpKshPyVR4Y0shbZoGcXdHsCdw2X4P8OQj02ODXbe1ytRya
+iwiYwFztG8vW8g+uBN1+g7Qmao56KL+Atfpv6m0vhDtZB2y0xANpctuPDi+pe3Qg
+iRzo/hszmAwNviM+8u7MhlYDFyOK3537Slh4UisZA80OEScD
+-----END ENCRYPTED PRIVATE KEY-----
+"""
+
+
+def test_a_wrong_password_is_named_even_when_its_padding_checks_out(broker: Identity) -> None:
+    store = pem_store(
+        broker,
+        key=Password(_KEY_A_WRONG_PASSWORD_DECRYPTS),
+        key_password=Password("wrong-258"),
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^Invalid PEM keystore configs: Private key could not be loaded: Incorrect password",
+    ):
+        store.load()
+
+
 def test_a_key_password_for_an_unencrypted_key_is_refused_as_in_kafka(broker: Identity) -> None:
     with pytest.raises(ConfigError, match="Private key could not be loaded"):
         pem_store(broker, key_password=Password("key-secret")).load()
