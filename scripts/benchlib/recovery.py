@@ -97,10 +97,20 @@ def wait_served(broker: Measured, partitions: int) -> EndOffsets:
 
 
 def fill(broker: Measured, plan: RecoveryPlan, lib: Path) -> EndOffsets:
-    """Create the topic, write the records, and return the end offsets acknowledged."""
+    """Create the topic, write the records, and return the end offsets acknowledged.
+
+    A few records may fail (Kafka 4.4 once stalled for 100 s under the 10 GB and dropped 45
+    of 10,000,000 on its delivery timeout): what is measured is the recovery of the records
+    acknowledged, which the end offsets read afterwards say."""
     create_topics(broker.bootstrap, {TOPIC: plan.partitions}, timeout=600)
     javatools.producer_performance(
-        lib, broker.bootstrap, TOPIC, plan.records, plan.record_size, timeout=FILL_TIMEOUT_S
+        lib,
+        broker.bootstrap,
+        TOPIC,
+        plan.records,
+        plan.record_size,
+        timeout=FILL_TIMEOUT_S,
+        all_acknowledged=False,
     )
     return wait_served(broker, plan.partitions)
 
