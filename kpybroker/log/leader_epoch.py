@@ -17,7 +17,7 @@ from kpybroker.log.checkpoint import (
     write_epoch_checkpoint,
 )
 from kpybroker.log.names import LEADER_EPOCH_CHECKPOINT
-from kpybroker.log.str_paths import StrPath
+from kpybroker.log.str_paths import SplitPath
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +32,12 @@ class LeaderEpochCache:
     __slots__ = (
         "_epochs",
         "_in_file",
-        "_path",
+        "_path_directory",
+        "_path_name",
         "_starts",
     )
 
-    path = StrPath()
+    path = SplitPath()
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / LEADER_EPOCH_CHECKPOINT

@@ -45,7 +45,7 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
-from kpybroker.log.str_paths import StrPath
+from kpybroker.log.str_paths import SplitPath
 
 log = logging.getLogger(__name__)
 
@@ -124,12 +124,12 @@ class OpenFile:
 class CachedFile:
     """A file the cache opens on use: its path (renames update it) and how to open it.
 
-    Three per segment: the path is a ``StrPath``.
+    Three per segment: the path is a ``SplitPath``.
     """
 
-    __slots__ = ("_cache", "_path", "flags")
+    __slots__ = ("_cache", "_path_directory", "_path_name", "flags")
 
-    path = StrPath()
+    path = SplitPath()
 
     def __init__(self, cache: OpenFiles, path: Path, flags: int) -> None:
         self.path = path
@@ -137,12 +137,12 @@ class CachedFile:
         self._cache = cache
 
     def __repr__(self) -> str:
-        return f"CachedFile({self._path})"
+        return f"CachedFile({self.filename})"
 
     @property
     def filename(self) -> str:
-        """The path as stored, for ``os`` calls that need no ``Path``."""
-        return self._path
+        """The path as a ``str``, for ``os`` calls that need no ``Path``."""
+        return CachedFile.path.text(self)
 
     def open(self, *, create: bool = False) -> OpenFile:
         """The file's descriptor, opened now if it is not cached; ``create`` makes a new file
@@ -170,7 +170,7 @@ class CachedFile:
         if opened is not None:
             sync(opened.fd)
             return
-        fd = os.open(self._path, os.O_RDONLY)
+        fd = os.open(self.filename, os.O_RDONLY)
         try:
             sync(fd)
         finally:
@@ -178,7 +178,7 @@ class CachedFile:
 
     def rename(self, path: Path) -> None:
         """Move the file; a cached descriptor stays valid."""
-        os.replace(self._path, path)
+        os.replace(self.filename, path)
         self.path = path
 
 

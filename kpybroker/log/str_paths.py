@@ -1,4 +1,4 @@
-"""``StrPath``: an attribute that reads as a ``Path`` and is stored as a ``str``.
+"""Attributes that read as a ``Path`` and are stored as interned strings.
 
 Why: a broker keeps paths for every partition and segment (the partition's directory,
 each segment's files, the leader epoch checkpoint), and a ``pathlib.Path`` whose string
@@ -6,19 +6,26 @@ form has been used once (by any system call) holds that string, a list of its pa
 its name besides: about 320 bytes, against about 120 for the string alone. At tens of
 thousands of partitions that is most of a kilobyte each. A ``Path`` is made on each read
 instead, which costs a microsecond or two on paths that are not the append or read path.
+
+The strings are interned (``sys.intern``; an interned string still goes when its last
+holder does), so that equal paths are one string: a partition's directory is held by its
+log, its producer state and each of its files. A file's path is kept as its directory and
+its name (:class:`SplitPath`), so that it adds only its name, and the names of every
+partition's first segment (``00000000000000000000.log``) are one string too.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any, overload
 
 
 class StrPath:
     """A data descriptor for a class with ``__slots__``: ``obj.<name>`` is a ``Path``, kept in
-    the slot ``_<name>`` as a ``str`` (which the class must declare). Assigning a ``Path`` or
-    a ``str`` stores its string form."""
+    the slot ``_<name>`` as an interned ``str`` (which the class must declare). Assigning a
+    ``Path`` or a ``str`` stores its string form."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.slot = f"_{name}"
@@ -35,4 +42,34 @@ class StrPath:
         return Path(getattr(obj, self.slot))
 
     def __set__(self, obj: Any, value: str | os.PathLike[str]) -> None:
-        setattr(obj, self.slot, os.fspath(value))
+        setattr(obj, self.slot, sys.intern(os.fspath(value)))
+
+
+class SplitPath:
+    """Like :class:`StrPath`, for a file in a directory that other objects hold too: kept in
+    the slots ``_<name>_directory`` and ``_<name>_name`` (which the class must declare) as
+    two interned strings."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.directory_slot = f"_{name}_directory"
+        self.name_slot = f"_{name}_name"
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> SplitPath: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> Path: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> Path | SplitPath:
+        if obj is None:
+            return self
+        return Path(self.text(obj))
+
+    def __set__(self, obj: Any, value: str | os.PathLike[str]) -> None:
+        directory, name = os.path.split(os.fspath(value))
+        setattr(obj, self.directory_slot, sys.intern(directory))
+        setattr(obj, self.name_slot, sys.intern(name))
+
+    def text(self, obj: object) -> str:
+        """The path as a ``str``, for ``os`` calls that need no ``Path``."""
+        return os.path.join(getattr(obj, self.directory_slot), getattr(obj, self.name_slot))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kpybroker.log.index import CorruptIndexError
-from kpybroker.log.str_paths import StrPath
+from kpybroker.log.str_paths import SplitPath
 
 ABORTED_TXN_VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")
@@ -68,11 +68,12 @@ class TransactionIndex:
     __slots__ = (
         "_dirty",
         "_entries",
-        "_path",
+        "_path_directory",
+        "_path_name",
         "base_offset",
     )
 
-    path = StrPath()
+    path = SplitPath()
 
     def __init__(self, path: Path, base_offset: int) -> None:
         self.path = path
@@ -150,7 +151,7 @@ class TransactionIndex:
 
     def rename(self, path: Path) -> None:
         if self.path.exists():
-            os.replace(self._path, path)
+            os.replace(TransactionIndex.path.text(self), path)
         self.path = path
 
     def delete(self) -> None:
