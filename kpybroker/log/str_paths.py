@@ -19,33 +19,45 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, Self, overload
 
 
-class StrPath:
-    """A data descriptor for a class with ``__slots__``: ``obj.<name>`` is a ``Path``, kept in
-    the slot ``_<name>`` as an interned ``str`` (which the class must declare). Assigning a
-    ``Path`` or a ``str`` stores its string form."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.slot = f"_{name}"
+class _PathAttribute:
+    """A data descriptor for a class with ``__slots__``: ``obj.<name>`` reads as a ``Path``
+    made from the strings the subclass keeps in the object's slots."""
 
     @overload
-    def __get__(self, obj: None, owner: type | None = None) -> StrPath: ...
+    def __get__(self, obj: None, owner: type | None = None) -> Self: ...
 
     @overload
     def __get__(self, obj: object, owner: type | None = None) -> Path: ...
 
-    def __get__(self, obj: object | None, owner: type | None = None) -> Path | StrPath:
+    def __get__(self, obj: object | None, owner: type | None = None) -> Path | Self:
         if obj is None:
             return self
-        return Path(getattr(obj, self.slot))
+        return Path(self.text(obj))
+
+    def text(self, obj: object) -> str:
+        """The path as a ``str``, for ``os`` calls that need no ``Path``."""
+        raise NotImplementedError
+
+
+class StrPath(_PathAttribute):
+    """``obj.<name>`` is a ``Path``, kept in the slot ``_<name>`` as an interned ``str``
+    (which the class must declare). Assigning a ``Path`` or a ``str`` stores its string
+    form."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
 
     def __set__(self, obj: Any, value: str | os.PathLike[str]) -> None:
         setattr(obj, self.slot, sys.intern(os.fspath(value)))
 
+    def text(self, obj: object) -> str:
+        return getattr(obj, self.slot)
 
-class SplitPath:
+
+class SplitPath(_PathAttribute):
     """Like :class:`StrPath`, for a file in a directory that other objects hold too: kept in
     the slots ``_<name>_directory`` and ``_<name>_name`` (which the class must declare) as
     two interned strings."""
@@ -54,22 +66,10 @@ class SplitPath:
         self.directory_slot = f"_{name}_directory"
         self.name_slot = f"_{name}_name"
 
-    @overload
-    def __get__(self, obj: None, owner: type | None = None) -> SplitPath: ...
-
-    @overload
-    def __get__(self, obj: object, owner: type | None = None) -> Path: ...
-
-    def __get__(self, obj: object | None, owner: type | None = None) -> Path | SplitPath:
-        if obj is None:
-            return self
-        return Path(self.text(obj))
-
     def __set__(self, obj: Any, value: str | os.PathLike[str]) -> None:
         directory, name = os.path.split(os.fspath(value))
         setattr(obj, self.directory_slot, sys.intern(directory))
         setattr(obj, self.name_slot, sys.intern(name))
 
     def text(self, obj: object) -> str:
-        """The path as a ``str``, for ``os`` calls that need no ``Path``."""
         return os.path.join(getattr(obj, self.directory_slot), getattr(obj, self.name_slot))
