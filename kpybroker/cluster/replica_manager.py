@@ -210,12 +210,17 @@ class ReplicaManager:
 
     def _logs_created(self, made: list[tuple[NewLog, PartitionLog]]) -> None:
         """Queued logs exist: host their partitions (or delete a log whose topic went away
-        or was re-created meanwhile), then tell the hosting listeners, once per topic."""
+        or was re-created meanwhile, or whose partition was assigned away meanwhile, as a
+        cancelled reassignment does), then tell the hosting listeners, once per topic."""
         topics = set()
         stale: dict[str, list[int]] = {}
         for spec, _ in made:
             found = self._cluster.partition(spec.topic, spec.partition)
-            if found is None or found[0].bytes != spec.topic_id:
+            if (
+                found is None
+                or found[0].bytes != spec.topic_id
+                or self.broker_id not in found[1].replicas
+            ):
                 stale.setdefault(spec.topic, []).append(spec.partition)
                 continue
             self.apply_topic(spec.topic, spec.partition)
