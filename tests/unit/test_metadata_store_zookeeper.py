@@ -69,15 +69,21 @@ def test_connection_string_chroot_forms() -> None:
             ZooKeeperMetadataStore(bad)
 
 
-def test_connection_loss_keeps_the_session_and_its_watches(
-    zookeeper_server: ZooKeeperServer,
-) -> None:
+def test_connection_loss_keeps_the_session_and_its_watches(tmp_path: Path) -> None:
     """kazoo drops its watches with the connection; the store re-arms them, fires
-    those whose node changed meanwhile before any reply that shows the change."""
+    those whose node changed meanwhile before any reply that shows the change.
+
+    The test crashes its own server rather than the run's shared one: a restart
+    replays the data directory, and the shared one holds every earlier test's
+    transactions. A CI run once saw its session expire across the restart under
+    load, so the session is given the server's maximum, 60 s.
+    """
+    zookeeper_server = ZooKeeperServer(tmp_path)
+    zookeeper_server.start()
     address = f"{zookeeper_server.connect}{chroot()}"
 
     async def main() -> None:
-        async with ZooKeeperMetadataStore(address, session_timeout_ms=30_000) as store:
+        async with ZooKeeperMetadataStore(address, session_timeout_ms=60_000) as store:
             await store.create("/eph", ephemeral=True)
             for path in ("/n", "/p", "/quiet"):
                 await store.create(path)
@@ -124,8 +130,7 @@ def test_connection_loss_keeps_the_session_and_its_watches(
     try:
         run(main)
     finally:
-        if not zookeeper_server.is_running:
-            zookeeper_server.start()
+        zookeeper_server.stop()
 
 
 def test_start_gives_up_when_nobody_answers() -> None:
