@@ -7,8 +7,13 @@ import time
 from collections.abc import Callable
 
 
-async def eventually(condition: Callable[[], object], timeout: float = 5.0) -> None:
-    """Wait until ``condition()`` is true: watches are delivered asynchronously."""
+async def eventually(condition: Callable[[], object], timeout: float = 30.0) -> None:
+    """Wait until ``condition()`` is true: watches are delivered asynchronously.
+
+    The bound only limits how long a failing test hangs; a passing one returns as
+    soon as the condition holds. 5 s was once too short on a loaded 2-core CI
+    machine (a cancelled reassignment's replica was deleted later than that).
+    """
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

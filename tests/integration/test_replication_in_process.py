@@ -251,7 +251,7 @@ async def test_a_dead_follower_leaves_the_isr_and_writes_go_on(cluster: Cluster)
     assert follower not in p0.isr_nodes
     assert p0.offline_replicas == [follower]
     back = await cluster.start(follower)
-    await eventually(lambda: follower in cluster.state().isr, timeout=10)
+    await eventually(lambda: follower in cluster.state().isr)
     assert back.replicas.get(TOPIC, 0).log.log_end_offset == 1
 
 
@@ -263,7 +263,7 @@ async def test_acks_all_times_out_while_a_follower_stalls(cluster: Cluster) -> N
     _, part = await produce_to(cluster, leader, [b"stuck"], timeout_ms=100)
     assert part.error_code == ErrorCode.REQUEST_TIMED_OUT
     # Once the ISR shrinks (replica.lag.time.max.ms), acks=all succeeds without it.
-    await eventually(lambda: follower.broker_id not in cluster.state().isr, timeout=10)
+    await eventually(lambda: follower.broker_id not in cluster.state().isr)
     _, part = await produce_to(cluster, leader, [b"unstuck"])
     assert (part.error_code, part.base_offset) == (0, 1)
 
@@ -291,7 +291,7 @@ async def test_leader_failover_and_the_old_leaders_return(cluster: Cluster) -> N
     _, part = await produce_to(cluster, new, [b"c"])
     assert (part.error_code, part.base_offset) == (0, 2)
     back = await cluster.start(old.broker_id)
-    await eventually(lambda: old.broker_id in cluster.state().isr, timeout=10)
+    await eventually(lambda: old.broker_id in cluster.state().isr)
     assert back.replicas.get(TOPIC, 0).log.epoch_cache.entries == [(0, 0), (1, 2)]
     # ElectLeaders moves leadership back to the preferred replica (the first one).
     preferred = cluster.state().replicas[0]
@@ -315,7 +315,7 @@ async def test_a_broker_whose_session_expires_fences_itself(cluster: Cluster) ->
     await asyncio.wait_for(lost.wait(), 5)
     await eventually(lambda: not leader.replicas.fenced)
     assert leader.broker_id in leader.cluster.live_brokers()
-    await eventually(lambda: len(cluster.state().isr) == 3, timeout=10)
+    await eventually(lambda: len(cluster.state().isr) == 3)
     _, part = await produce_to(cluster, leader_of(cluster), [b"after expiry"])
     assert part.error_code == 0
 

@@ -355,7 +355,7 @@ async def persister_scenario(brokers: dict[int, Broker]) -> None:
     )
 
     await brokers.pop(coordinator).stop()
-    await eventually(lambda: state_leader(writer, index) not in (coordinator, -1), timeout=15)
+    await eventually(lambda: state_leader(writer, index) not in (coordinator, -1))
     # The persister follows the partition's new leader (maybe this broker), retrying meanwhile.
     assert await persister.read(key, 2) == (ErrorCode.NONE, expected)
     error, summary = await persister.read_summary(key, 2)
