@@ -1,0 +1,23 @@
+"""Run-wide reporting: why a test that passed on its rerun failed the first time.
+
+``--reruns 1`` (pyproject.toml) runs a failed test once more. The plugin lists a
+rerun by name only; the first failure is printed here, so that an intermittent
+failure in CI can be diagnosed from the log without having to reproduce it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    reruns = terminalreporter.stats.get("rerun", [])
+    if not reruns:
+        return
+    terminalreporter.section("first failures of rerun tests")
+    for report in reruns:
+        terminalreporter.write_sep("_", f"{report.nodeid} ({report.when})")
+        terminalreporter.write_line(str(report.longrepr))
+        for name, content in report.sections:
+            terminalreporter.write_sep("-", name)
+            terminalreporter.write_line(content[-5000:])
