@@ -21,6 +21,7 @@ import pytest
 
 from tests.helpers.brokers import ManagedBroker, selected_target
 from tests.helpers.chromium import Chromium, chromium_path
+from tests.helpers.process import wait_until
 from tests.helpers.secure_broker import USERS, Credentials
 from tests.helpers.secure_clients import acl, add_acls, new_topic, running_secure_broker
 from tests.integration.test_console import cells
@@ -98,6 +99,8 @@ def test_no_or_wrong_credentials_are_refused_and_logged(
     before = secured.log_text().count(FAILED)
     status, _ = asyncio.run(ask(credentials, f"{url}/api/topics", headers=basic("alice", "nope")))
     assert status == 401
+    # The broker logs before it answers, but a thread reads its output: wait for it.
+    wait_until(lambda: secured.log_text().count(FAILED) > before, 30, message="the logged failure")
     log = secured.log_text()
     assert log.count(FAILED) == before + 1
     assert "nope" not in log
