@@ -9,6 +9,7 @@ tests/integration/test_replication_faults.py.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -441,6 +442,44 @@ async def test_a_reassignment_waits_for_its_replicas_and_can_be_cancelled(
     assert [code for code, _ in reassignment_errors(again)] == [
         ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
     ]
+
+
+@scenario
+async def test_a_log_made_after_its_reassignment_was_cancelled_is_deleted(
+    cluster: Cluster,
+) -> None:
+    """The new replica's log is already being made in a worker thread when the
+    reassignment is cancelled: once made, it is deleted, not kept and unhosted."""
+    first = cluster.any()
+    await first.topics.create(
+        "cancelled", num_partitions=-1, replication_factor=-1, assignments={0: [0, 1]}
+    )
+    await eventually(lambda: cluster.state_of("cancelled").leader == 0)
+    target = cluster.brokers[2]
+    target.replicas._fetchers.follow = lambda partition: None
+    creator = target.replicas._creator
+    making, release = threading.Event(), threading.Event()
+    open_log = creator._open
+
+    def held_open(place: Path, spec: Any) -> Any:
+        making.set()
+        release.wait(30)
+        return open_log(place, spec)
+
+    creator._open = held_open  # type: ignore[method-assign]
+    controller = controller_of(cluster)
+    try:
+        response = await cluster.call(controller, reassign("cancelled", 0, [0, 2]), 0)
+        assert reassignment_errors(response) == [(0, None)]
+        await eventually(making.is_set)
+        response = await cluster.call(controller, reassign("cancelled", 0, None), 0)
+        assert reassignment_errors(response) == [(0, None)]
+        await eventually(lambda: 2 not in target.cluster.partition("cancelled", 0)[1].replicas)
+    finally:
+        release.set()
+    await eventually(lambda: not creator.pending(("cancelled", 0)))
+    await eventually(lambda: target.logs.get("cancelled", 0) is None)
+    assert not any((place / "cancelled-0").exists() for place in target.config.log_dirs())
 
 
 @scenario
