@@ -197,6 +197,17 @@ class ManagedBroker(abc.ABC):
             parts.append(self._drain.text())
         return "".join(parts)
 
+    def wait_for_output(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
+        """The first line of the current run matching ``pattern``, waiting for it.
+
+        A thread reads the output, so a line the process wrote before it answered a
+        request may not be in ``log_text()`` yet when the answer arrives.
+        """
+        match = self._drain.wait_for(re.compile(pattern), timeout) if self._drain else None
+        if match is None:
+            raise AssertionError(f"no line matching {pattern!r} in {timeout} s")
+        return match
+
     def check_alive(self) -> None:
         """AssertionError (with the output) when the process has exited."""
         if not self.is_running:

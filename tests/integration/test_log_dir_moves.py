@@ -12,7 +12,6 @@ assumption about how fast anything else runs.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -172,7 +171,7 @@ def test_a_partition_moves_while_a_producer_writes(broker_factory, tmp_path) -> 
     assert writer.acked
     check_every_acked_record(broker, "moving", writer)
     assert only_partition_dir(dirs, "moving") == Path(target)
-    wait_until(lambda: "moving-0: log moved to" in broker.log_text(), "the move's log line")
+    broker.wait_for_output("moving-0: log moved to")
 
 
 def test_a_move_a_kill_interrupted_resumes_and_loses_no_acknowledged_record(
@@ -198,10 +197,8 @@ def test_a_move_a_kill_interrupted_resumes_and_loses_no_acknowledged_record(
     wait_until(
         lambda: placement(admin, "killed") == {(target, False)}, "the resumed move", timeout=90
     )
-    resuming = re.compile(r"killed-0: resuming the move to \S+ from offset (\d+)")
-    wait_until(lambda: resuming.search(broker.log_text()) is not None, "the resumed move's line")
-    resumed = resuming.search(broker.log_text())
-    assert resumed is not None and int(resumed[1]) > 0, "resumed, not copied again"
+    resumed = broker.wait_for_output(r"killed-0: resuming the move to \S+ from offset (\d+)")
+    assert int(resumed[1]) > 0, "resumed, not copied again"
     wait_until(lambda: len(writer.acked) > acked_before_restart, "writes after the restart")
     writer.stop()
     admin.close()
