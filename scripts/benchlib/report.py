@@ -531,6 +531,12 @@ def write_doc(
         for f in results.failures
     ]
     lines += [*(f"- {note}" for note in notes), ""]
+    if missed:
+        lines += [
+            "What limits the targets missed, and the designs that would lift them, measured "
+            "apart from this run: `performance-ceilings.md`.",
+            "",
+        ]
     lines += ["## Results", "", *markdown_table(rows), ""]
     if results.failures:
         lines += ["## Failures", "", *failure_lines(results.failures)]
