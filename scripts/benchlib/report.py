@@ -40,6 +40,7 @@ from benchlib.results import (
     format_value,
 )
 from benchlib.secured import MECHANISM, TOPIC_PREFIX, USER
+from benchlib.variance import miss_note, variance_lines
 
 CHART_NAME = "performance.png"
 
@@ -525,6 +526,7 @@ def write_doc(
             f"- **Missed**: {m.workload}, {m.case}: {m.name} — kpybroker "
             f"{with_unit(row, KPYBROKER)}, Kafka {with_unit(row, KAFKA)} "
             f"({format_ratio(row)}; target {m.target_text()}).{cpu_use_note(rows, row)}"
+            f"{miss_note(results, row)}"
         )
     lines += [
         f"- **Failed**: {f.workload}, {f.case}, on {f.broker}: {f.summary} (see Failures)."
@@ -542,6 +544,7 @@ def write_doc(
         lines += ["## Failures", "", *failure_lines(results.failures)]
     if chart is not None:
         lines += [f"![kpybroker's advantage over Kafka per metric]({chart.name})", ""]
+    lines += variance_lines(results)
     if profiles or imports:
         lines += [
             "## Where the time goes (missed targets)",

@@ -100,3 +100,38 @@ def test_request_path_bench_prints_both_figures() -> None:
     assert result.returncode == 0, result.stderr[-5000:]
     assert "answer():" in result.stdout
     assert "the connection path:" in result.stdout
+
+
+def test_the_report_says_whether_a_miss_is_inside_the_rounds_spread() -> None:
+    sys.path.insert(0, str(REPO_ROOT / "scripts"))
+    try:
+        from benchlib.results import KAFKA, KPYBROKER, Better, Metric, Results
+        from benchlib.variance import miss_note, variance_lines
+    finally:
+        sys.path.remove(str(REPO_ROOT / "scripts"))
+    near = Metric("1 w", "near", "throughput", "records/s", Better.HIGHER, ratio_target=True)
+    far = Metric("1 w", "far", "throughput", "records/s", Better.HIGHER, ratio_target=True)
+    memory = Metric("5 w", "c", "RSS", "kB", Better.LOWER, ratio_target=True, target_ratio=0.5)
+    start = Metric("14 w", "warm", "start", "s", Better.LOWER, limit=0.15)
+    results = Results()
+    for metric, ours, theirs in (
+        (near, [80, 100], [90, 120]),
+        (far, [50, 60], [90, 100]),
+        (memory, [4, 5], [0.2, 0.7]),
+        (start, [0.14, 0.2], [2.5, 2.6]),
+    ):
+        for value in ours:
+            results.add(metric, KPYBROKER, value)
+        for value in theirs:
+            results.add(metric, KAFKA, value)
+    notes = {row.metric.case: miss_note(results, row) for row in results.missed()}
+    assert set(notes) == {"near", "far", "c", "warm"}
+    assert notes["near"].endswith("(100) against Kafka's worst (90): inside the rounds' spread.")
+    assert notes["far"].endswith("(60) against Kafka's worst (90): outside the rounds' spread.")
+    assert "against the target at Kafka's worst (0.35): outside" in notes["c"]
+    assert notes["warm"] == " Its best round took 0.14 s: inside the rounds' spread."
+    section = "\n".join(variance_lines(results))
+    # kpybroker: 22%, 18%, 22%, 35%; Kafka: 29%, 11%, 111%, 4%.
+    assert "The median spread was 22% for kpybroker and 20% for Kafka." in section
+    assert "3 of kpybroker's figures and 2 of Kafka's spread by more than 20%" in section
+    assert section.index("| 5 w | c | RSS | 22% | 111% |") < section.index("| 14 w | warm |")
