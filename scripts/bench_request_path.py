@@ -3,6 +3,7 @@
 
     python scripts/bench_request_path.py                    # 20,000 one-record Produce requests
     python scripts/bench_request_path.py --requests 50000 --connections 200
+    python scripts/bench_request_path.py --uncounted        # without the metrics' counting
 
 Workload 12 (``scripts/bench``, ``scripts/bench_requests.py``) measures a request's CPU
 over real sockets, on a machine whose cores its 200 client threads share with the
@@ -20,6 +21,11 @@ figures, each the process's CPU time over the requests:
   given: framing, the connection's task waking, ordering and back-pressure on top of
   ``answer()``.
 
+With ``--uncounted`` both run with request and topic counters that count nothing (the
+broker's own ``RequestStats`` and ``BrokerTopicStats`` replaced in the services the
+requests see): run with and without it, the difference is what the metrics' counting
+costs a request.
+
 The difference between these and the broker's CPU per request over the socket
 (``scripts/bench_requests.py``) is what the event loop and the kernel cost, and what
 a machine shared with the clients adds.
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 import tempfile
 import time
@@ -39,6 +46,7 @@ sys.path[:0] = [str(ROOT)]
 
 import uvloop  # noqa: E402
 
+from kpybroker.apis.support.context import Services  # noqa: E402
 from kpybroker.broker import Broker  # noqa: E402
 from kpybroker.config.broker_config import BrokerConfig  # noqa: E402
 from kpybroker.protocol.errors import KafkaError  # noqa: E402
@@ -58,6 +66,23 @@ from kpybroker.server.dispatch import answer  # noqa: E402
 
 TOPIC = "requests"
 LISTENER = "PLAINTEXT"
+
+
+class UncountedRequests:
+    """``RequestStats`` that counts nothing."""
+
+    def record(self, request: str, version: int, elapsed_ms: float) -> None:
+        pass
+
+
+class UncountedTopics:
+    """``BrokerTopicStats`` that counts nothing (the calls of the Produce path)."""
+
+    def produced(self, topic: str, records: int, size: int) -> None:
+        pass
+
+    def produce_errored(self, topic: str, *, failed: bool) -> None:
+        pass
 
 
 class CountingTransport:
@@ -115,21 +140,21 @@ async def leading(broker: Broker, partitions: int) -> None:
                 await asyncio.sleep(0.05)
 
 
-async def cpu_per_request_of_answer(broker: Broker, frames: list[bytes]) -> float:
+async def cpu_per_request_of_answer(services: Services, frames: list[bytes]) -> float:
     bodies = [bytearray(frame[4:]) for frame in frames]
     started = time.process_time()
     for body in bodies:
-        await answer(body, broker.services, "127.0.0.1", LISTENER, connection_id="bench")
+        await answer(body, services, "127.0.0.1", LISTENER, connection_id="bench")
     return (time.process_time() - started) / len(frames)
 
 
 async def cpu_per_request_of_connections(
-    broker: Broker, frames: list[bytes], connections: int
+    services: Services, frames: list[bytes], connections: int
 ) -> float:
     settings = ListenerSettings(name=LISTENER, max_request_size=100 * 1024 * 1024)
     served: list[tuple[KafkaConnection, CountingTransport]] = []
     for _ in range(connections):
-        connection = KafkaConnection(broker.services, set(), settings)
+        connection = KafkaConnection(services, set(), settings)
         transport = CountingTransport()
         connection.connection_made(transport)  # type: ignore[arg-type]
         served.append((connection, transport))
@@ -147,7 +172,7 @@ async def cpu_per_request_of_connections(
     return elapsed / len(frames)
 
 
-async def run(requests: int, connections: int) -> None:
+async def run(requests: int, connections: int, uncounted: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="kpybroker-request-path-") as data:
         config = BrokerConfig.load(
             None, {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": f"{data}/logs"}
@@ -166,11 +191,20 @@ async def run(requests: int, connections: int) -> None:
             await leading(broker, connections)
             requests -= requests % connections
             frames = [produce_frame(i, i % connections) for i in range(requests)]
-            alone = await cpu_per_request_of_answer(broker, frames)
-            whole = await cpu_per_request_of_connections(broker, frames, connections)
+            services = broker.services
+            if uncounted:
+                services = dataclasses.replace(
+                    services, request_stats=UncountedRequests(), topic_stats=UncountedTopics()
+                )
+            alone = await cpu_per_request_of_answer(services, frames)
+            whole = await cpu_per_request_of_connections(services, frames, connections)
         finally:
             await broker.stop()
-    print(f"{requests:,} one-record Produce requests (acks=1) over {connections} partitions:")
+    counting = ", nothing counted" if uncounted else ""
+    print(
+        f"{requests:,} one-record Produce requests (acks=1) over {connections} partitions"
+        f"{counting}:"
+    )
     print(f"  answer():            {alone * 1e6:5.1f} us CPU per request")
     print(f"  the connection path: {whole * 1e6:5.1f} us CPU per request")
 
@@ -179,9 +213,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--connections", type=int, default=200)
+    parser.add_argument(
+        "--uncounted", action="store_true", help="request and topic counters that count nothing"
+    )
     args = parser.parse_args()
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(run(args.requests, args.connections))
+        runner.run(run(args.requests, args.connections, args.uncounted))
     return 0
 
 

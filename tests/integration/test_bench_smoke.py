@@ -91,11 +91,12 @@ def test_profile_summary_charges_each_sample_to_its_innermost_layer(tmp_path: Pa
     )
 
 
-def test_request_path_bench_prints_both_figures() -> None:
+@pytest.mark.parametrize("counting", [[], ["--uncounted"]], ids=["counted", "uncounted"])
+def test_request_path_bench_prints_both_figures(counting: list[str]) -> None:
     """``scripts/bench_request_path.py`` (a request's CPU in process, quoted by
     ``docs/performance-ceilings.md``) still runs; its figures are not checked."""
     command = [sys.executable, str(REPO_ROOT / "scripts" / "bench_request_path.py")]
-    command += ["--requests", "200", "--connections", "20"]
+    command += ["--requests", "200", "--connections", "20", *counting]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
     assert result.returncode == 0, result.stderr[-5000:]
     assert "answer():" in result.stdout
