@@ -30,15 +30,15 @@ def relative_spread(values: Sequence[float]) -> float | None:
 
 @dataclass(frozen=True)
 class Spread:
-    """One figure's spread between rounds on each broker (None: not measurable)."""
+    """One figure's spread between rounds on each broker."""
 
     metric: Metric
-    kpybroker: float | None
-    kafka: float | None
+    kpybroker: float
+    kafka: float
 
     @property
     def widest(self) -> float:
-        return max(self.kpybroker or 0.0, self.kafka or 0.0)
+        return max(self.kpybroker, self.kafka)
 
 
 def spreads(results: Results) -> list[Spread]:
@@ -84,8 +84,8 @@ def variance_lines(results: Results) -> list[str]:
     found = spreads(results)
     if not found:
         return []
-    ours = [s.kpybroker for s in found if s.kpybroker is not None]
-    theirs = [s.kafka for s in found if s.kafka is not None]
+    ours = [s.kpybroker for s in found]
+    theirs = [s.kafka for s in found]
     wide_ours = sum(1 for value in ours if value > WIDE)
     wide_theirs = sum(1 for value in theirs if value > WIDE)
     lines = [
