@@ -80,14 +80,17 @@ class SparseIndex:
         base_offset: int,
         max_entries: int,
         on_corrupt: Callable[[], None],
+        *,
+        created: bool = False,
     ) -> None:
+        """``created``: the file is made now, so there is nothing on disk to read back."""
         #: The write handle (only an active segment's index is written), opened on use.
         self.file = OPEN_FILES.file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         self.base_offset = base_offset
         self.max_entries = max_entries
         self._on_corrupt = on_corrupt
-        self._keys: array[int] | None = None
-        self._values: array[int] | None = None
+        self._keys: array[int] | None = array("q") if created else None
+        self._values: array[int] | None = array("q") if created else None
         # Entries written since the last fsync; flush() skips the fsync when none were.
         self._dirty = False
         # Encoded entries not yet written, inside ``writing_in_bulk``.

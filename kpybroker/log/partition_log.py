@@ -52,7 +52,7 @@ from kpybroker.log.producer_state import (
     ProducerStateManager,
     VerificationGuard,
 )
-from kpybroker.log.recovery import load_log, rebuild_producer_state
+from kpybroker.log.recovery import load_log, new_log, rebuild_producer_state
 from kpybroker.log.retention import (
     SegmentPredicate,
     deletable_segments,
@@ -206,40 +206,50 @@ class PartitionLog:
         The offsets come from the log directory's checkpoint files; with the
         defaults a directory is fully recovered, which is always safe.
         """
-        # A directory made just now holds nothing to recover: its empty segment needs no
-        # scan and no fsync (the metadata files below fsync the directory itself).
+        # A directory made just now holds nothing to read, recover or rebuild: its empty
+        # segment needs no scan and no fsync (the metadata files below fsync the directory).
         created = not directory.exists()
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
         self.name = directory.name
         self.config = config
         self._time_ms = time_ms
-        self.topic_id: bytes | None = read_partition_metadata(directory)
+        self.topic_id: bytes | None = None if created else read_partition_metadata(directory)
         self.assign_topic_id(topic_id)
         self.epoch_cache = LeaderEpochCache(directory)
         self.producer_state = ProducerStateManager(directory, producer_id_expiration_ms)
         now = time_ms()
-        loaded = load_log(
-            directory,
-            config,
-            self.epoch_cache,
-            log_start_offset=log_start_offset,
-            recovery_point=recovery_point,
-            clean_shutdown=clean_shutdown or created,
-            now_ms=now,
-        )
+        if created:
+            loaded = new_log(
+                directory,
+                config,
+                log_start_offset=log_start_offset,
+                recovery_point=recovery_point,
+                now_ms=now,
+            )
+        else:
+            loaded = load_log(
+                directory,
+                config,
+                self.epoch_cache,
+                log_start_offset=log_start_offset,
+                recovery_point=recovery_point,
+                clean_shutdown=clean_shutdown,
+                now_ms=now,
+            )
         self.segments: list[Segment] = loaded.segments
         self.log_start_offset = loaded.log_start_offset
         self.log_end_offset = loaded.log_end_offset
         self.recovery_point = loaded.recovery_point
-        rebuild_producer_state(
-            self.producer_state,
-            self.segments,
-            self.log_start_offset,
-            self.log_end_offset,
-            now,
-            loaded.reindex_from,
-        )
+        if not created:
+            rebuild_producer_state(
+                self.producer_state,
+                self.segments,
+                self.log_start_offset,
+                self.log_end_offset,
+                now,
+                loaded.reindex_from,
+            )
         self.update_high_watermark(high_watermark)
         self._last_flush_ms = now
         self._dir_dirty = False

@@ -68,6 +68,18 @@ class LoadedLog:
     reindex_from: int | None = None
 
 
+def new_log(
+    directory: Path, config: LogConfig, *, log_start_offset: int, recovery_point: int, now_ms: int
+) -> LoadedLog:
+    """``load_log`` of a partition directory made just now: its one empty segment, and
+    nothing to look for, recover or rebuild (each look is a directory listing, and a
+    broker making thousands of partitions makes each directory once)."""
+    segment = Segment(directory, log_start_offset, config, now_ms, create=True, in_new_dir=True)
+    return LoadedLog(
+        [segment], log_start_offset, log_start_offset, min(recovery_point, log_start_offset)
+    )
+
+
 def load_log(
     directory: Path,
     config: LogConfig,

@@ -129,9 +129,13 @@ class Segment:
         now_ms: int,
         *,
         create: bool = False,
+        in_new_dir: bool = False,
         file_suffix: str = "",
     ) -> None:
         """Open (or with ``create``, create) the segment at ``base_offset``.
+
+        ``in_new_dir`` (with ``create``): the directory was made just now, so no index file
+        of this segment can be there from before, and none is read back.
 
         ``file_suffix`` names a segment under construction or being swapped in by
         compaction (``.cleaned``, ``.swap``); see ``change_file_suffixes``.
@@ -150,10 +154,10 @@ class Segment:
             self.size = self.log_path.stat().st_size
         rebuild = self.rebuild_indexes  # one bound method for both (each is a new object)
         self.offset_index = OffsetIndex(
-            index_path, base_offset, config.max_offset_index_entries, rebuild
+            index_path, base_offset, config.max_offset_index_entries, rebuild, created=in_new_dir
         )
         self.time_index = TimeIndex(
-            time_index_path, base_offset, config.max_time_index_entries, rebuild
+            time_index_path, base_offset, config.max_time_index_entries, rebuild, created=in_new_dir
         )
         self.txn_index = TransactionIndex(
             segment_file(directory, base_offset, TXN_INDEX_SUFFIX, file_suffix), base_offset

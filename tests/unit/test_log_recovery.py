@@ -179,6 +179,24 @@ def test_an_empty_directory_becomes_an_empty_log(tmp_path) -> None:
     assert log.active_segment.log_path.name == f"{50:020d}.log"
 
 
+def test_a_directory_made_now_is_not_looked_into(tmp_path, monkeypatch) -> None:
+    """Nothing can be in a directory the log makes itself: no listing of it, no index
+    read back (making 10,000 partitions listed each new directory seven times)."""
+    listed = []
+    for name in ("listdir", "scandir"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda path=".", real=real: listed.append(path) or real(path))
+    log = open_log(tmp_path / "t-0")
+    assert listed == []
+    monkeypatch.undo()
+    fill(log, 30)
+    end, data = log.log_end_offset, log_bytes(log)
+    crash(log)
+    log = reopen_after_crash(tmp_path / "t-0")
+    assert (log.log_end_offset, log_bytes(log)) == (end, data)
+    assert log.active_segment.offset_index.entries > 0
+
+
 @pytest.mark.parametrize("clean", [True, False])
 def test_restart_keeps_high_watermark_within_the_log(tmp_path, clean) -> None:
     log = open_log(tmp_path / "t-0")
