@@ -46,45 +46,34 @@ import resource
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
-from benchlib.clusters import NODE_IDS, KafkaCluster, KpyCluster, metadata  # noqa: E402
-
-from kpybroker.protocol.messages.list_offsets import (  # noqa: E402
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsTopic,
+from benchlib.clusters import NODE_IDS, KafkaCluster, KpyCluster  # noqa: E402
+from benchlib.partition_creation import (  # noqa: E402
+    REQUEST_LIMIT,
+    Request,
+    admin_client,
+    create_requests,
+    grow_requests,
+    send,
+    wait_all_served,
 )
+
 from tests.helpers.brokers import launcher  # noqa: E402
-from tests.helpers.groups_wire import Wire  # noqa: E402
 from tests.helpers.java import fetch_kafka_lib  # noqa: E402
 from tests.helpers.process import open_fds, rss_bytes  # noqa: E402
 from tests.helpers.request_probe import RequestProbe  # noqa: E402
 
 PROBE_TOPIC = "probe"
-#: Seconds the broker may take to answer (CreateTopics' timeout_ms).
-TIMEOUT_S = 1800
-#: The ListOffsets version of Kafka 4's clients.
-LIST_OFFSETS_VERSION = 9
-#: Kafka 4's bound on one request: metadata records of a CreateTopics (a topic and each
-#: of its partitions), partitions added by a CreatePartitions.
-REQUEST_LIMIT = 10_000
-#: Seconds between the polls for served partitions.
-POLL_S = 0.05
-#: Seconds between Metadata refreshes while waiting for the leaders to serve.
-LEADERS_REFRESH_S = 1.0
-
-#: One CreateTopics or CreatePartitions request, sent by an admin client; its futures.
-Request = Callable[[AdminClient], dict]
 
 
 @dataclass(frozen=True)
@@ -126,42 +115,6 @@ def deployed(target: str, brokers: int, root: Path) -> Iterator[Deployment]:
         cluster.kill()
 
 
-def create_requests(sizes: dict[str, int], replication: int) -> list[Request]:
-    """CreateTopics requests making these topics, each within Kafka's bound on the
-    metadata records of one request (a topic of at most 9,999 partitions)."""
-    made: list[Request] = []
-    batch: list[NewTopic] = []
-    for name, size in sizes.items():
-        if batch and sum(t.num_partitions + 1 for t in batch) + size + 1 > REQUEST_LIMIT:
-            made.append(functools.partial(_create, batch))
-            batch = []
-        batch.append(NewTopic(name, size, replication))
-    if batch:
-        made.append(functools.partial(_create, batch))
-    return made
-
-
-def grow_requests(current: dict[str, int], sizes: dict[str, int]) -> list[Request]:
-    """CreatePartitions requests growing topics from their ``current`` size to ``sizes``,
-    each adding at most Kafka's bound of partitions, and naming a topic at most once."""
-    made: list[Request] = []
-    batch: list[NewPartitions] = []
-    room = REQUEST_LIMIT
-    for name, size in sizes.items():
-        count = current[name]
-        while count < size:
-            if room == 0:
-                made.append(functools.partial(_grow, batch))
-                batch, room = [], REQUEST_LIMIT
-            step = min(size - count, room)
-            count += step
-            room -= step
-            batch.append(NewPartitions(name, count))
-    if batch:
-        made.append(functools.partial(_grow, batch))
-    return made
-
-
 def plan(sizes: dict[str, int], replication: int, via: str) -> tuple[list[Request], list[Request]]:
     """The requests made before the clock starts, and the timed ones."""
     if via == "create-partitions":
@@ -169,100 +122,6 @@ def plan(sizes: dict[str, int], replication: int, via: str) -> tuple[list[Reques
         return create_requests(first, replication), grow_requests(first, sizes)
     first = {name: min(size, REQUEST_LIMIT - 1) for name, size in sizes.items()}
     return [], create_requests(first, replication) + grow_requests(first, sizes)
-
-
-def _create(topics: list[NewTopic], admin: AdminClient) -> dict:
-    return admin.create_topics(topics, operation_timeout=TIMEOUT_S, request_timeout=TIMEOUT_S)
-
-
-def _grow(growth: list[NewPartitions], admin: AdminClient) -> dict:
-    return admin.create_partitions(growth, operation_timeout=TIMEOUT_S, request_timeout=TIMEOUT_S)
-
-
-def send(admin: AdminClient, requests: list[Request]) -> None:
-    """Each request in turn, once the one before is answered; KafkaException if one fails."""
-    for request in requests:
-        for future in request(admin).values():
-            future.result(TIMEOUT_S)
-
-
-def wait_all_served(deployment: Deployment, sizes: dict[str, int]) -> None:
-    """Until every partition of ``sizes`` is served: its leader answers ListOffsets for
-    it without error, and the probed broker's Metadata lists all its replicas in its ISR.
-
-    Kafka in KRaft mode answers CreateTopics once its controller has committed the
-    topic; the brokers make the logs afterwards. kpybroker answers once the answering
-    broker's logs exist. Being served is the same point in both, so it is what the
-    ratio uses. Both controllers put every live replica in a new partition's ISR, and
-    a leader drops a follower that has not fetched for ``replica.lag.time.max.ms``.
-    """
-    wait_leaders_serve(deployment.probed, sizes)
-    while not isr_full(deployment.probed, list(sizes), deployment.replication):
-        time.sleep(POLL_S)
-
-
-def wait_leaders_serve(probed: str, sizes: dict[str, int]) -> None:
-    """Until each partition's leader answers ListOffsets for it, asked every ``POLL_S``
-    (no client's retry back-off in the way); the leaders as the probed broker tells."""
-    waiting = {name: set(range(size)) for name, size in sizes.items()}
-    leaders: dict[tuple[str, int], int] = {}
-    addresses: dict[int, str] = {}
-    refreshed = 0.0
-    with contextlib.ExitStack() as stack:
-        wires: dict[int, Wire] = {}
-        while waiting:
-            unled = any((n, p) not in leaders for n, ps in waiting.items() for p in ps)
-            if unled or time.monotonic() - refreshed > LEADERS_REFRESH_S:
-                answer = metadata(probed, list(waiting))
-                addresses = {b.node_id: f"{b.host}:{b.port}" for b in answer.brokers}
-                leaders = {
-                    (t.name, p.partition_index): p.leader_id
-                    for t in answer.topics
-                    for p in t.partitions
-                    if p.leader_id >= 0
-                }
-                refreshed = time.monotonic()
-            by_leader: dict[int, dict[str, list[int]]] = {}
-            for name, ps in waiting.items():
-                for p in ps:
-                    if (leader := leaders.get((name, p))) is not None:
-                        by_leader.setdefault(leader, {}).setdefault(name, []).append(p)
-            for leader, topics in by_leader.items():
-                if leader not in wires:
-                    wires[leader] = stack.enter_context(
-                        Wire(addresses[leader], client_id="creation-bench")
-                    )
-                for topic in wires[leader].call(list_offsets(topics), LIST_OFFSETS_VERSION).topics:
-                    waiting[topic.name] -= {
-                        p.partition_index for p in topic.partitions if p.error_code == 0
-                    }
-            waiting = {name: ps for name, ps in waiting.items() if ps}
-            if waiting:
-                time.sleep(POLL_S)
-
-
-def list_offsets(partitions: dict[str, list[int]]) -> ListOffsetsRequest:
-    """A consumer's ListOffsets for the latest offset of these partitions."""
-    return ListOffsetsRequest(
-        replica_id=-1,
-        topics=[
-            ListOffsetsTopic(
-                name=name,
-                partitions=[ListOffsetsPartition(partition_index=p, timestamp=-1) for p in ps],
-            )
-            for name, ps in partitions.items()
-        ],
-    )
-
-
-def isr_full(probed: str, topics: list[str], replication: int) -> bool:
-    """Whether the probed broker's Metadata lists ``replication`` replicas in the ISR of
-    every partition of ``topics``."""
-    return all(
-        len(p.isr_nodes) == replication
-        for t in metadata(probed, topics).topics
-        for p in t.partitions
-    )
 
 
 def all_led(admin: AdminClient, sizes: dict[str, int]) -> bool:
@@ -362,12 +221,12 @@ def run(
     sizes = {n: each + (i < extra) for i, n in enumerate(names)}
     with tempfile.TemporaryDirectory() as root, deployed(target, brokers, Path(root)) as where:
         # A stalled broker must not make the admin client give up on its request.
-        admin = AdminClient({"bootstrap.servers": where.bootstrap, "socket.timeout.ms": 300_000})
+        admin = admin_client(where.bootstrap)
         admin.create_topics([where.probe_topic()])[PROBE_TOPIC].result(60)
         beforehand, timed = plan(sizes, where.replication, via)
         send(admin, beforehand)
         if beforehand:
-            wait_all_served(where, dict.fromkeys(names, 1))
+            wait_all_served(where.probed, dict.fromkeys(names, 1), where.replication)
         with RequestProbe(where.probed, PROBE_TOPIC) as probe:
             probe.wait_for_answers(20)
             started = time.monotonic()
@@ -378,7 +237,7 @@ def run(
                 outcome = f"failed ({exc})"
             answered = time.monotonic()
             if outcome == "answered":
-                wait_all_served(where, sizes)
+                wait_all_served(where.probed, sizes, where.replication)
             served = time.monotonic()
         print(describe(partitions, topics, target, brokers, via))
         print(

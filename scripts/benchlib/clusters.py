@@ -130,6 +130,13 @@ class KpyCluster(BenchCluster):
         super().kill()
         self.zookeeper.kill()
 
+    def cpu_seconds(self) -> float:
+        """The nodes' CPU time and ZooKeeper's: it holds the metadata that Kafka's
+        controllers, inside its nodes, hold there."""
+        process = self.zookeeper.process
+        assert process is not None
+        return super().cpu_seconds() + procstat.cpu_seconds(process.pid)
+
 
 class QuorumKafka(Measured, ReferenceKafka):
     """One combined node of a three-voter KRaft quorum (``voters`` is set by the cluster)."""

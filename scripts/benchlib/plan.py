@@ -107,14 +107,17 @@ class StartupPlan:
 class ReplicatedPlan:
     """Workload 15, on three brokers: ProducerPerformance runs (acks=all) on topics of
     replication factor 3, after an unrecorded one of ``warmup_records`` (0: none),
-    EndToEndLatency runs of ``e2e_records`` at each of ``e2e_record_sizes``, and
-    ``catch_up``: what is produced while a follower is stopped."""
+    EndToEndLatency runs of ``e2e_records`` at each of ``e2e_record_sizes``,
+    ``catch_up``: what is produced while a follower is stopped, and then the creation of
+    ``creation_topics`` topics of ``creation_partitions_per_topic`` partitions each."""
 
     warmup_records: int
     produce_cases: tuple[ProduceCase, ...]
     e2e_records: int
     e2e_record_sizes: tuple[int, ...]
     catch_up: ProduceCase
+    creation_topics: int
+    creation_partitions_per_topic: int
 
 
 @dataclass(frozen=True)
@@ -256,6 +259,9 @@ FULL = Plan(
         e2e_records=10_000,
         e2e_record_sizes=(100, 1024),
         catch_up=ProduceCase(1_000_000, 1000, 2),
+        # Issue 17: 10,000 partitions in 100 topics, RF 3.
+        creation_topics=100,
+        creation_partitions_per_topic=100,
     ),
     # Issue 17: 10 GB in 1,000 partitions.
     recovery=RecoveryPlan(partitions=1_000, records=10_000_000, record_size=1024),
@@ -309,6 +315,8 @@ QUICK = Plan(
         e2e_records=100,
         e2e_record_sizes=(100, 1024),
         catch_up=ProduceCase(4_000, 1000, 2),
+        creation_topics=5,
+        creation_partitions_per_topic=10,
     ),
     recovery=RecoveryPlan(partitions=20, records=20_000, record_size=1024),
     compaction=CompactionPlan(

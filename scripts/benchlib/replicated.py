@@ -13,9 +13,14 @@ round. The steps:
   two others are enough for ``min.insync.replicas``; no JVM to start for it); then the
   follower is started again, and the time runs until a Metadata answer from a leader lists
   it in the ISR of both partitions, polled every 100 ms. That time includes the follower's
-  start-up, which is recorded apart (spawn to its first ApiVersions answer, as workload 5's).
+  start-up, which is recorded apart (spawn to its first ApiVersions answer, as workload 5's);
+* partition creation: many topics of replication factor 3 (placed by the controller), in
+  as few CreateTopics requests as Kafka's bounds allow, timed until every partition is
+  served: its leader answers ListOffsets and the first broker lists all three replicas in
+  its ISR (``partition_creation``; the answers themselves come at different points).
 
-CPU figures are the three brokers' CPU time together.
+CPU figures are the three brokers' CPU time together, with ZooKeeper's for kpybroker (it
+holds the metadata that Kafka's controllers hold inside its nodes).
 """
 
 from __future__ import annotations
@@ -28,12 +33,12 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from benchlib import javatools, librdkafka
+from benchlib import javatools, librdkafka, partition_creation
 from benchlib.brokers import Measured
 from benchlib.clusters import BenchCluster, isr_by_partition
 from benchlib.plan import ProduceCase, ReplicatedPlan, format_size
 from benchlib.results import Better, Metric, Results
-from benchlib.workloads import TOOL_TIMEOUT_S, W15, record_producer
+from benchlib.workloads import SERVED, TOOL_TIMEOUT_S, W15, record_producer
 
 #: An unstarted cluster of the workload's kind in the given directory.
 ClusterFactory = Callable[[Path], BenchCluster]
@@ -121,6 +126,7 @@ def run(plan: ReplicatedPlan, make: ClusterFactory, lib: Path, workdir: Path,
         for size in plan.e2e_record_sizes:
             end_to_end(cluster, plan.e2e_records, size, lib, results)
         catch_up(cluster, plan.catch_up, results)
+        create_partitions(cluster, plan, results)
     finally:
         cluster.kill()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -201,4 +207,23 @@ def catch_up(cluster: BenchCluster, case: ProduceCase, results: Results) -> None
         (Metric(W15, name, "of which start-up to first answer", "s", Better.LOWER),
          follower.startup_seconds()),
     ):  # fmt: skip
+        results.add(metric, cluster.label, value)
+
+
+def create_partitions(cluster: BenchCluster, plan: ReplicatedPlan, results: Results) -> None:
+    """Create ``plan``'s topics of replication factor 3; record how long until every
+    partition is served, and the brokers' CPU time meanwhile."""
+    count, each = plan.creation_topics, plan.creation_partitions_per_topic
+    sizes = {f"replicated-creation-{i}": each for i in range(count)}
+    probed = next(iter(cluster.nodes.values())).bootstrap
+    before = cluster.cpu_seconds()
+    seconds = partition_creation.create_until_served(
+        cluster.bootstrap, probed, sizes, len(cluster.nodes), TOPIC_CONFIG
+    )
+    cpu = cluster.cpu_seconds() - before
+    case = f"{count * each:,} partitions in {count} topics, RF 3"
+    for metric, value in (
+        (Metric(W15, case, SERVED, "s", Better.LOWER, ratio_target=True), seconds),
+        (Metric(W15, case, "brokers' CPU time, creating them", "s", Better.LOWER), cpu),
+    ):
         results.add(metric, cluster.label, value)
