@@ -1,6 +1,6 @@
 """``scripts/bench``: run the rounds, print the ratios, write docs/performance.md.
 
-scripts/bench                  # the full plan: issue 7's workloads, 3 rounds (~15 min)
+scripts/bench                  # the full plan: every workload, 3 rounds (~1 hour)
 scripts/bench --quick          # every step with small counts (~1-2 min); for CI's smoke
 scripts/bench --rounds 5 --output /tmp/perf
 scripts/bench --only transactions   # just workloads 6 and 7 (output: a temporary directory)
