@@ -12,7 +12,8 @@ to one send, so that a record can be followed from send to read:
   got an assignment; ``{"op": "poll", "consumer": c, "partition": p,
   "offset": o, "value": v}``: it read ``v`` at ``p``/``o``.
 - ``{"op": "final", "partition": p, "offset": o, "value": v}``: the record
-  at ``p``/``o`` when everything was read back at the end.
+  at ``p``/``o`` when everything was read back at the end, optionally with
+  the ``"producer_id"`` and ``"producer_epoch"`` of the batch holding it.
 - ``{"op": "log_start", "partition": p, "offset": o}``: the partition's log
   start offset at the end; records below it were deleted by retention, so
   they are not in the final log and cannot be checked against it.
@@ -20,7 +21,8 @@ to one send, so that a record can be followed from send to read:
 Violations (any makes the exit status 1):
 
 - lost: acknowledged, but not in the final log;
-- duplicated: in the final log more than once;
+- duplicated: in the final log more than once, under one producer id and
+  epoch (or one unknown): a retry the broker should have recognised;
 - misplaced: in the final log elsewhere than its acknowledgement said;
 - reordered: a producer's records out of sequence order within a partition;
 - offsets backwards: final offsets of a partition not increasing, or a
@@ -29,8 +31,11 @@ Violations (any makes the exit status 1):
 - phantom reads: a consumer read a record the final log does not hold there
   (it saw a write that was later undone).
 
-Also counted, not violations: records written although their send failed
-(indeterminate), re-deliveries to consumers (at-least-once), gaps in final
+Also counted, not violations: a record in the final log again under a newer
+producer id or epoch (resent in a new epoch: no broker can recognise it; an
+idempotent librdkafka producer that bumps its epoch renumbers records that may
+already be written, confluentinc/librdkafka#4953), records written although
+their send failed (indeterminate), re-deliveries to consumers (at-least-once), gaps in final
 offsets, acknowledged records and reads below the log start offset (expired:
 checked against what consumers read there, and counted when none did), and
 acknowledged records no consumer read (``--require-consumed`` makes
@@ -52,6 +57,7 @@ from typing import Any
 
 VIOLATIONS = ("lost", "duplicated", "misplaced", "reordered", "offsets_backwards", "phantom_reads")
 NOTES = (
+    "resent_in_new_epoch",
     "written_after_failure",
     "redelivered",
     "offset_gaps",
@@ -163,6 +169,7 @@ def _check_final(report: Report, events: list[Event]) -> dict[Position, str]:
     """The final log as {(partition, offset): value}; duplicates, order and offsets."""
     final: dict[Position, str] = {}
     where: dict[str, Position] = {}
+    writer: dict[str, tuple[int, int] | None] = {}
     last_offset: dict[int, int] = {}
     last_seq: dict[tuple[int, str], int] = {}
     for event in events:
@@ -174,10 +181,15 @@ def _check_final(report: Report, events: list[Event]) -> dict[Position, str]:
         elif previous is not None and offset != previous + 1:
             report.add("offset_gaps", f"final p{partition}: {previous} -> {offset}")
         last_offset[partition] = offset
-        if value in where:
-            report.add("duplicated", f"{value} at {where[value]} and {(partition, offset)}")
-        where[value] = (partition, offset)
         final[(partition, offset)] = value
+        copy = f"{value} at {where.get(value)} and {(partition, offset)}"
+        if value in where and _resent_in_new_epoch(writer[value], event):
+            report.add("resent_in_new_epoch", copy)
+            continue  # its place in the producer's order is the re-send's, not the record's
+        if value in where:
+            report.add("duplicated", copy)
+        where[value] = (partition, offset)
+        writer[value] = _writer(event)
         producer, seq = _parse(value)
         if seq <= last_seq.get((partition, producer), -1):
             report.add("reordered", f"p{partition} offset {offset}: {value} after seq {seq}")
@@ -185,21 +197,36 @@ def _check_final(report: Report, events: list[Event]) -> dict[Position, str]:
     return final
 
 
+def _writer(event: Event) -> tuple[int, int] | None:
+    """The producer id and epoch that wrote a final record, when the history has them."""
+    if "producer_epoch" not in event:
+        return None
+    return event["producer_id"], event["producer_epoch"]
+
+
+def _resent_in_new_epoch(first: tuple[int, int] | None, event: Event) -> bool:
+    """Whether a second copy of a record was written by another producer id or epoch than
+    the first: a re-send no broker can tell from a new record."""
+    again = _writer(event)
+    return first is not None and again is not None and again != first
+
+
 def _check_producers(
     report: Report, acks: list[Event], fails: list[Event], final: Mapping[Position, str]
 ) -> None:
-    stored = {value: position for position, value in final.items()}
+    stored: dict[str, list[Position]] = defaultdict(list)
+    for position, value in final.items():
+        stored[value].append(position)
     for event in acks:
         report.acked += 1
         value = event["value"]
-        position = stored.get(value)
-        if position is None:
-            report.add("lost", f"{value} acknowledged at {(event['partition'], event['offset'])}")
-        elif position != (event["partition"], event["offset"]):
+        acknowledged = (event["partition"], event["offset"])
+        positions = stored.get(value)
+        if positions is None:
+            report.add("lost", f"{value} acknowledged at {acknowledged}")
+        elif acknowledged not in positions:
             report.add(
-                "misplaced",
-                f"{value} acknowledged at {(event['partition'], event['offset'])}, "
-                f"stored at {position}",
+                "misplaced", f"{value} acknowledged at {acknowledged}, stored at {positions}"
             )
     acked = {event["value"] for event in acks}
     for event in fails:

@@ -237,19 +237,18 @@ class PartitionLog:
                 clean_shutdown=clean_shutdown,
                 now_ms=now,
             )
+            rebuild_producer_state(
+                self.producer_state,
+                loaded.segments,
+                loaded.log_start_offset,
+                loaded.log_end_offset,
+                now,
+                loaded.reindex_from,
+            )
         self.segments: list[Segment] = loaded.segments
         self.log_start_offset = loaded.log_start_offset
         self.log_end_offset = loaded.log_end_offset
         self.recovery_point = loaded.recovery_point
-        if not created:
-            rebuild_producer_state(
-                self.producer_state,
-                self.segments,
-                self.log_start_offset,
-                self.log_end_offset,
-                now,
-                loaded.reindex_from,
-            )
         self.update_high_watermark(high_watermark)
         self._last_flush_ms = now
         self._dir_dirty = False

@@ -32,7 +32,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from kpybroker.protocol.messages.metadata import MetadataRequest
-from kpybroker.protocol.records import iter_batches, iter_records
+from kpybroker.protocol.records import BatchHeader, Record, iter_batches, iter_records
 from tests.helpers.brokers import KpyBroker
 from tests.helpers.groups_wire import Wire
 from tests.helpers.history import history_check
@@ -275,9 +275,12 @@ class Workload:
             timeout,
         )
 
-    def stop(self, cluster: ReplicatedCluster, drain_timeout: float = 60.0) -> list[dict]:
+    def stop(
+        self, server: ReplicatedCluster | KpyBroker, drain_timeout: float = 60.0
+    ) -> list[dict]:
         """Stop producing, let the consumers read everything acknowledged, stop; then
-        return the whole history, the final content of every partition included."""
+        return the whole history, the final content of every partition included, each
+        record with the producer id and epoch of its batch in the leader's files."""
         self._stop_producing.set()
         for thread in self._producers:
             thread.join(150)
@@ -295,7 +298,17 @@ class Workload:
             for thread, _ in self._consumers.values():
                 thread.join(60)
         assert not self.fatal, self.fatal
-        return self.history + read_back(cluster.bootstrap, self.topic, self.partitions)
+        final = read_back(server.bootstrap, self.topic, self.partitions)
+        writers: dict[tuple[int, int], tuple[int, int]] = {}
+        for partition in range(self.partitions):
+            directory = leader_partition_dir(server, self.topic, partition)
+            for header, record in stored_batches(directory):
+                writers[(partition, record.offset)] = (header.producer_id, header.producer_epoch)
+        for event in final:
+            writer = writers.get((event["partition"], event["offset"]))
+            if event["op"] == "final" and writer is not None:
+                event["producer_id"], event["producer_epoch"] = writer
+        return self.history + final
 
     def _record(self, event: dict[str, Any]) -> None:
         self.history.append(event)  # list.append is atomic: one order for all threads
@@ -384,13 +397,28 @@ class Workload:
 
 def stored_records(broker: KpyBroker, topic: str, partition: int) -> list[tuple[int, bytes]]:
     """``(offset, value)`` of every record in a broker's copy of a partition, from its files."""
-    records = []
-    for path in sorted((broker.log_dir / f"{topic}-{partition}").glob("*.log")):
-        data = path.read_bytes()
+    directory = broker.log_dir / f"{topic}-{partition}"
+    return [(record.offset, record.value or b"") for _, record in stored_batches(directory)]
+
+
+def stored_batches(directory: Path) -> Iterator[tuple[BatchHeader, Record]]:
+    """Every record in a partition directory's segments, with its batch's header; a
+    segment that retention deletes meanwhile is skipped."""
+    for path in sorted(directory.glob("*.log")):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue
         for pos, header in iter_batches(data):
-            batch = data[pos : pos + header.size]
-            records += [(r.offset, r.value or b"") for r in iter_records(batch)]
-    return records
+            for record in iter_records(data[pos : pos + header.size]):
+                yield header, record
+
+
+def leader_partition_dir(server: ReplicatedCluster | KpyBroker, topic: str, partition: int) -> Path:
+    """The directory of a partition on its leader (a lone broker leads everything)."""
+    if isinstance(server, ReplicatedCluster):
+        server = server.brokers[server.state(topic, partition).leader]
+    return server.log_dir / f"{topic}-{partition}"
 
 
 def read_back(bootstrap: str, topic: str, partitions: int) -> list[dict[str, Any]]:

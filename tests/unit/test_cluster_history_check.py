@@ -76,6 +76,26 @@ def test_duplicated_and_reordered() -> None:
     assert found["duplicated"] == 1 and found["reordered"] == 1
 
 
+def written_by(event: dict, producer_id: int, producer_epoch: int) -> dict:
+    return {**event, "producer_id": producer_id, "producer_epoch": producer_epoch}
+
+
+def test_a_record_written_again_in_a_new_producer_epoch_is_a_resend_not_a_duplicate() -> None:
+    """librdkafka renumbers a record that may be written already when it bumps its epoch
+    (librdkafka#4953): the second copy is acknowledged, the first one not; no broker can
+    recognise it. The same copy under one epoch is the broker's duplicate."""
+    first, copy = final("p0:1", 0, 2), final("p0:1", 0, 3)
+    unacknowledged = [e for e in CLEAN if e not in (ack("p0:1", 0, 2), first)]
+    history = [*unacknowledged, ack("p0:1", 0, 3), written_by(first, 7, 0), written_by(copy, 7, 1)]
+    report = history_check.check(history)
+    assert report.ok, report.summary()
+    assert report.counts["resent_in_new_epoch"] == 1
+    history = [*unacknowledged, ack("p0:1", 0, 3), written_by(first, 7, 1), written_by(copy, 7, 1)]
+    assert counts(history)["duplicated"] == 1
+    history = [*unacknowledged, ack("p0:1", 0, 3), written_by(first, 7, 0), copy]
+    assert counts(history)["duplicated"] == 1
+
+
 def test_offsets_going_backwards_and_phantom_reads() -> None:
     history = [*CLEAN, poll("c0", "p0:0", 0, 0)]  # no assignment in between
     assert counts(history)["offsets_backwards"] == 1
