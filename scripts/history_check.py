@@ -31,15 +31,15 @@ Violations (any makes the exit status 1):
 - phantom reads: a consumer read a record the final log does not hold there
   (it saw a write that was later undone).
 
-Also counted, not violations: a record in the final log again under a newer
-producer id or epoch (resent in a new epoch: no broker can recognise it; an
-idempotent librdkafka producer that bumps its epoch renumbers records that may
-already be written, confluentinc/librdkafka#4953), records written although
-their send failed (indeterminate), re-deliveries to consumers (at-least-once), gaps in final
-offsets, acknowledged records and reads below the log start offset (expired:
-checked against what consumers read there, and counted when none did), and
-acknowledged records no consumer read (``--require-consumed`` makes
-those violations, expired ones excepted).
+Also counted, not violations: a record in the final log again under a producer
+id and epoch none of its earlier copies has (resent in a new epoch: no broker can
+recognise it; an idempotent librdkafka producer that bumps its epoch renumbers
+records that may already be written, confluentinc/librdkafka#4953), records
+written although their send failed (indeterminate), re-deliveries to consumers
+(at-least-once), gaps in final offsets, acknowledged records and reads below the
+log start offset (expired: checked against what consumers read there, and
+counted when none did), and acknowledged records no consumer read
+(``--require-consumed`` makes those violations, expired ones excepted).
 
 Usage: ``scripts/history_check.py HISTORY.jsonl [--require-consumed]``
 """
@@ -169,7 +169,7 @@ def _check_final(report: Report, events: list[Event]) -> dict[Position, str]:
     """The final log as {(partition, offset): value}; duplicates, order and offsets."""
     final: dict[Position, str] = {}
     where: dict[str, Position] = {}
-    writer: dict[str, tuple[int, int] | None] = {}
+    writers: dict[str, list[tuple[int, int] | None]] = {}
     last_offset: dict[int, int] = {}
     last_seq: dict[tuple[int, str], int] = {}
     for event in events:
@@ -182,14 +182,20 @@ def _check_final(report: Report, events: list[Event]) -> dict[Position, str]:
             report.add("offset_gaps", f"final p{partition}: {previous} -> {offset}")
         last_offset[partition] = offset
         final[(partition, offset)] = value
-        copy = f"{value} at {where.get(value)} and {(partition, offset)}"
-        if value in where and _resent_in_new_epoch(writer[value], event):
-            report.add("resent_in_new_epoch", copy)
-            continue  # its place in the producer's order is the re-send's, not the record's
+        written_by = _writer(event)
         if value in where:
+            earlier = writers[value]
+            copy = (
+                f"{value} at {where[value]} and {(partition, offset)}, written by "
+                f"(producer id, epoch) {earlier} and {written_by}"
+            )
+            if written_by is not None and None not in earlier and written_by not in earlier:
+                report.add("resent_in_new_epoch", copy)
+                earlier.append(written_by)
+                continue  # its place in the producer's order is the re-send's, not the record's
             report.add("duplicated", copy)
         where[value] = (partition, offset)
-        writer[value] = _writer(event)
+        writers.setdefault(value, []).append(written_by)
         producer, seq = _parse(value)
         if seq <= last_seq.get((partition, producer), -1):
             report.add("reordered", f"p{partition} offset {offset}: {value} after seq {seq}")
@@ -202,13 +208,6 @@ def _writer(event: Event) -> tuple[int, int] | None:
     if "producer_epoch" not in event:
         return None
     return event["producer_id"], event["producer_epoch"]
-
-
-def _resent_in_new_epoch(first: tuple[int, int] | None, event: Event) -> bool:
-    """Whether a second copy of a record was written by another producer id or epoch than
-    the first: a re-send no broker can tell from a new record."""
-    again = _writer(event)
-    return first is not None and again is not None and again != first
 
 
 def _check_producers(

@@ -280,7 +280,11 @@ class Workload:
     ) -> list[dict]:
         """Stop producing, let the consumers read everything acknowledged, stop; then
         return the whole history, the final content of every partition included, each
-        record with the producer id and epoch of its batch in the leader's files."""
+        record with the producer id and epoch of its batch in the leader's files.
+
+        Acknowledged records the consumers have not read after ``drain_timeout`` are
+        left to the history check (``unconsumed``), which says which they are and,
+        with the final log, whether they were lost or skipped."""
         self._stop_producing.set()
         for thread in self._producers:
             thread.join(150)
@@ -292,7 +296,9 @@ class Workload:
             return acked <= polled
 
         try:
-            wait_for(drained, f"consumers to read {len(acked - polled)} more", drain_timeout)
+            wait_for(drained, "consumers to read every acknowledged record", drain_timeout)
+        except AssertionError as exc:
+            print(f"{exc}: {len(acked - polled)} unread, e.g. {sorted(acked - polled)[:10]}")
         finally:
             self._stop_consuming.set()
             for thread, _ in self._consumers.values():

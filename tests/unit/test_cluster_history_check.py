@@ -94,6 +94,10 @@ def test_a_record_written_again_in_a_new_producer_epoch_is_a_resend_not_a_duplic
     assert counts(history)["duplicated"] == 1
     history = [*unacknowledged, ack("p0:1", 0, 3), written_by(first, 7, 0), copy]
     assert counts(history)["duplicated"] == 1
+    third = written_by(final("p0:1", 0, 4), 7, 1)  # a duplicate of the re-send
+    history = [*unacknowledged, ack("p0:1", 0, 3), written_by(first, 7, 0), written_by(copy, 7, 1)]
+    found = counts([*history, third])
+    assert found["resent_in_new_epoch"] == 1 and found["duplicated"] == 1
 
 
 def test_offsets_going_backwards_and_phantom_reads() -> None:
