@@ -6,8 +6,11 @@ same dicts from Python); every value is ``"<producer>:<sequence>"``, unique
 to one send, so that a record can be followed from send to read:
 
 - ``{"op": "ack", "value": v, "partition": p, "offset": o}``: the broker
-  acknowledged ``v`` at ``p``/``o``; ``{"op": "fail", "value": v}``: it
-  answered with an error (the record may or may not have been written).
+  acknowledged ``v`` at ``p``/``o``; a negative ``o`` is an acknowledgement
+  without an offset (librdkafka reports -1001 for records it knows are written
+  because a later batch of the partition was acknowledged: an implicit ack).
+  ``{"op": "fail", "value": v}``: it answered with an error (the record may or
+  may not have been written).
 - ``{"op": "assign", "consumer": c, "partitions": [...]}``: consumer ``c``
   got an assignment; ``{"op": "poll", "consumer": c, "partition": p,
   "offset": o, "value": v}``: it read ``v`` at ``p``/``o``.
@@ -31,15 +34,17 @@ Violations (any makes the exit status 1):
 - phantom reads: a consumer read a record the final log does not hold there
   (it saw a write that was later undone).
 
-Also counted, not violations: a record in the final log again under a producer
-id and epoch none of its earlier copies has (resent in a new epoch: no broker can
-recognise it; an idempotent librdkafka producer that bumps its epoch renumbers
-records that may already be written, confluentinc/librdkafka#4953), records
-written although their send failed (indeterminate), re-deliveries to consumers
-(at-least-once), gaps in final offsets, acknowledged records and reads below the
-log start offset (expired: checked against what consumers read there, and
-counted when none did), and acknowledged records no consumer read
-(``--require-consumed`` makes those violations, expired ones excepted).
+Also counted, not violations: acknowledgements without an offset (checked by
+value: the record must be in the final log or have been read), a record in the
+final log again under a producer id and epoch none of its earlier copies has
+(resent in a new epoch: no broker can recognise it; an idempotent librdkafka
+producer that bumps its epoch renumbers records that may already be written,
+confluentinc/librdkafka#4953), records written although their send failed
+(indeterminate), re-deliveries to consumers (at-least-once), gaps in final
+offsets, acknowledged records and reads below the log start offset (expired:
+checked against what consumers read there, and counted when none did), and
+acknowledged records no consumer read (``--require-consumed`` makes those
+violations, expired ones excepted).
 
 Usage: ``scripts/history_check.py HISTORY.jsonl [--require-consumed]``
 """
@@ -57,6 +62,7 @@ from typing import Any
 
 VIOLATIONS = ("lost", "duplicated", "misplaced", "reordered", "offsets_backwards", "phantom_reads")
 NOTES = (
+    "acked_without_offset",
     "resent_in_new_epoch",
     "written_after_failure",
     "redelivered",
@@ -121,11 +127,12 @@ def check(events: Iterable[Event], *, require_consumed: bool = False) -> Report:
     log_start = {event["partition"]: event["offset"] for event in by_op["log_start"]}
 
     def expired(event: Event) -> bool:
-        return event["offset"] < log_start.get(event["partition"], 0)
+        return 0 <= event["offset"] < log_start.get(event["partition"], 0)
 
     acks = _drop_expired(report, by_op["ack"], expired)
     _check_expired_reads(report, [e for e in by_op["ack"] if expired(e)], by_op["poll"])
-    _check_producers(report, acks, by_op["fail"], final)
+    read_values = {event["value"] for event in by_op["poll"]}
+    _check_producers(report, acks, by_op["fail"], final, read_values)
     consumer_events = [e for e in by_op["consumer"] if e["op"] == "assign" or not expired(e)]
     _check_consumers(report, consumer_events, final)
     _check_consumed(report, acks, by_op["poll"])
@@ -211,7 +218,11 @@ def _writer(event: Event) -> tuple[int, int] | None:
 
 
 def _check_producers(
-    report: Report, acks: list[Event], fails: list[Event], final: Mapping[Position, str]
+    report: Report,
+    acks: list[Event],
+    fails: list[Event],
+    final: Mapping[Position, str],
+    read_values: set[str],
 ) -> None:
     stored: dict[str, list[Position]] = defaultdict(list)
     for position, value in final.items():
@@ -221,7 +232,10 @@ def _check_producers(
         value = event["value"]
         acknowledged = (event["partition"], event["offset"])
         positions = stored.get(value)
-        if positions is None:
+        if event["offset"] < 0:  # no offset to check: written is all it says
+            written = positions is not None or value in read_values
+            report.add("acked_without_offset" if written else "lost", f"{value} at {acknowledged}")
+        elif positions is None:
             report.add("lost", f"{value} acknowledged at {acknowledged}")
         elif acknowledged not in positions:
             report.add(
@@ -258,12 +272,14 @@ def _check_consumers(report: Report, events: list[Event], final: Mapping[Positio
 
 def _check_consumed(report: Report, acks: list[Event], polls: list[Event]) -> None:
     reads = Counter((event["partition"], event["offset"]) for event in polls)
+    read_values = {event["value"] for event in polls}
     for position, count in reads.items():
         if count > 1:
             report.add("redelivered", f"{position} read {count} times")
     for event in acks:
         position = (event["partition"], event["offset"])
-        if position not in reads:
+        consumed = position in reads if event["offset"] >= 0 else event["value"] in read_values
+        if not consumed:
             report.add("unconsumed", f"{event['value']} at {position}")
 
 

@@ -288,17 +288,24 @@ class Workload:
         self._stop_producing.set()
         for thread in self._producers:
             thread.join(150)
-        acked = {(e["partition"], e["offset"]) for e in self.history if e["op"] == "ack"}
-        polled: set[tuple[int, int]] = set()
+        # An acknowledgement without an offset (librdkafka's implicit ack: -1001) is
+        # followed by its value; the others by their position.
+        acks = [e for e in self.history if e["op"] == "ack"]
+        acked = {(e["partition"], e["offset"]) for e in acks if e["offset"] >= 0}
+        acked |= {e["value"] for e in acks if e["offset"] < 0}
+        polled: set[tuple[int, int] | str] = set()
 
         def drained() -> bool:
-            polled.update((e["partition"], e["offset"]) for e in self.history if e["op"] == "poll")
+            for e in self.history:
+                if e["op"] == "poll":
+                    polled.update(((e["partition"], e["offset"]), e["value"]))
             return acked <= polled
 
         try:
             wait_for(drained, "consumers to read every acknowledged record", drain_timeout)
         except AssertionError as exc:
-            print(f"{exc}: {len(acked - polled)} unread, e.g. {sorted(acked - polled)[:10]}")
+            unread = sorted(map(str, acked - polled))
+            print(f"{exc}: {len(unread)} unread, e.g. {unread[:10]}")
         finally:
             self._stop_consuming.set()
             for thread, _ in self._consumers.values():

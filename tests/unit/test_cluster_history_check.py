@@ -100,6 +100,19 @@ def test_a_record_written_again_in_a_new_producer_epoch_is_a_resend_not_a_duplic
     assert found["resent_in_new_epoch"] == 1 and found["duplicated"] == 1
 
 
+def test_an_acknowledgement_without_an_offset_is_checked_by_value() -> None:
+    """librdkafka acknowledges records that a later batch proves written with offset -1001
+    (an implicit ack): the record must be in the final log, or read, wherever it is."""
+    implicit = [e for e in CLEAN if e != ack("p0:1", 0, 2)] + [ack("p0:1", 0, -1001)]
+    report = history_check.check(implicit, require_consumed=True)
+    assert report.ok, report.summary()
+    assert report.counts["acked_without_offset"] == 1
+    unread = [e for e in implicit if e != poll("c0", "p0:1", 0, 2)]
+    assert counts(unread, require_consumed=True)["unconsumed"] == 1
+    gone = [e for e in unread if e != final("p0:1", 0, 2)]
+    assert counts(gone)["lost"] == 1
+
+
 def test_offsets_going_backwards_and_phantom_reads() -> None:
     history = [*CLEAN, poll("c0", "p0:0", 0, 0)]  # no assignment in between
     assert counts(history)["offsets_backwards"] == 1
