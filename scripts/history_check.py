@@ -135,7 +135,7 @@ def check(events: Iterable[Event], *, require_consumed: bool = False) -> Report:
     _check_producers(report, acks, by_op["fail"], final, read_values)
     consumer_events = [e for e in by_op["consumer"] if e["op"] == "assign" or not expired(e)]
     _check_consumers(report, consumer_events, final)
-    _check_consumed(report, acks, by_op["poll"])
+    _check_consumed(report, acks, by_op["poll"], read_values)
     return report
 
 
@@ -270,9 +270,13 @@ def _check_consumers(report: Report, events: list[Event], final: Mapping[Positio
         last[(consumer, partition)] = offset
 
 
-def _check_consumed(report: Report, acks: list[Event], polls: list[Event]) -> None:
+def _check_consumed(
+    report: Report, acks: list[Event], polls: list[Event], read_values: set[str]
+) -> None:
+    """Positions read more than once, and acknowledged records no consumer read (by
+    position, or by value when the acknowledgement has no offset; ``read_values`` is the
+    set of values in ``polls``)."""
     reads = Counter((event["partition"], event["offset"]) for event in polls)
-    read_values = {event["value"] for event in polls}
     for position, count in reads.items():
         if count > 1:
             report.add("redelivered", f"{position} read {count} times")
