@@ -203,6 +203,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             min_bytes=request.min_bytes,
             max_wait_ms=request.max_wait_ms,
             record_limit=request.share_acquire_mode == RECORD_LIMIT_MODE,
+            batch_size=request.batch_size,
         )
     answers: dict[SessionPartition, PartitionData] = {}
     hinted: set[int] = set()

@@ -23,6 +23,9 @@ are forgotten. What changes is returned as ``StateBatch``es to persist
 (``kpybroker.share_coordinator.persister``); a partition is rebuilt from its
 persisted start offset and batches (``from_state``) when a broker loads it,
 with every record that was acquired back to available, as in Kafka.
+
+Beside the runs, the partition keeps Kafka's in-flight batches
+(``in_flight_batches``): only to word a refused acknowledgement as Kafka does.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import NamedTuple
 
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.share_coordinator.persister import DeliveryState, StateBatch
+from kpybroker.share_partitions.in_flight_batches import InFlightBatch, InFlightBatches
 
 
 class AckType(IntEnum):
@@ -79,11 +83,11 @@ class Run:
 #: Kafka's messages for acknowledgements it refuses.
 PAST_ACQUIRED = "Batch record not found. The first offset in request is past acquired records."
 PAST_ACQUIRED_LAST = "Batch record not found. The last offset in request is past acquired records."
-NOT_ACQUIRED = "The batch cannot be acknowledged. The subset batch is not in the acquired state."
-#: A record already acknowledged by an earlier batch of the same request (Kafka tracks that
-#: batch's records one by one from the first acknowledgement of part of it).
-OFFSET_NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acquired."
+#: For an in-flight batch Kafka tracks whole (``in_flight_batches``), and one record by record.
+BATCH_NOT_ACQUIRED = "The batch cannot be acknowledged. The batch is not in the acquired state."
 NOT_OWNER = "Member is not the owner of batch record"
+OFFSET_NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acquired."
+OFFSET_NOT_OWNER = "Member is not the owner of offset"
 
 
 class Refusal(NamedTuple):
@@ -110,23 +114,6 @@ def valid_batches(batches: Sequence[tuple[int, int, Sequence[int]]], renew: bool
             return False
         previous_last = last
     return True
-
-
-def shared_offset_refusal(
-    batches: Sequence[tuple[int, int, Sequence[int]]], start_offset: int
-) -> Refusal | None:
-    """Kafka applies a partition's batches one after the other, all or none: a batch that
-    starts on the last offset of the one before (``valid_batches`` allows it) finds that
-    record no longer acquired, unless the first renewed it or the second marks it a gap
-    (a gap is archived whatever its state). Records below the start offset are ignored."""
-    for (_, last, types), (first, _, next_types) in pairwise(batches):
-        if first != last or first < start_offset:
-            continue
-        # One type for the whole batch, or one per record: the last is the last record's.
-        if types[-1] == AckType.RENEW or next_types[0] == AckType.GAP:
-            continue
-        return Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_ACQUIRED)
-    return None
 
 
 class Acquired(NamedTuple):
@@ -162,6 +149,10 @@ class SharePartition:
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self.runs: list[Run] = list(runs)
+        #: Kafka's in-flight batches, which word refused acknowledgements (nothing else).
+        self.inflight = InFlightBatches()
+        for run in self.runs:
+            self.inflight.add(run.first, run.last)
         self._locks = 0
 
     @classmethod
@@ -174,7 +165,8 @@ class SharePartition:
         max_in_flight: int,
     ) -> SharePartition:
         """Rebuild from the persisted state: gaps between batches are records never
-        delivered; the runs that are done with at the start are dropped at once."""
+        delivered; the runs that are done with at the start are dropped at once. Each
+        persisted batch (and gap) is one in-flight batch, as Kafka loads them."""
         runs: list[Run] = []
         nxt = start_offset
         for b in sorted(batches):
@@ -237,6 +229,7 @@ class SharePartition:
         max_records: int,
         *,
         record_limit: bool = False,
+        batch_size: int | None = None,
     ) -> tuple[int, list[Acquired], list[LogBatch]]:
         """Acquire available records of ``batches`` (read from ``next_fetch_offset()``)
         for ``member``: the acquisition's lock id, the acquired ranges, and the batches
@@ -244,9 +237,13 @@ class SharePartition:
 
         Whole batches are acquired until ``max_records`` is reached (Kafka's
         batch-optimized mode), or, with ``record_limit`` (ShareFetch v2's record-limit
-        mode), never more than ``max_records``: a batch may then be acquired in part."""
+        mode), never more than ``max_records``: a batch may then be acquired in part.
+
+        ``batch_size`` (ShareFetch's, ``max_records`` if None) cuts the new records into
+        in-flight batches, as Kafka does (``in_flight_batches``)."""
         self._locks += 1
         lock = self._locks
+        end = self.end_offset
         acquired: list[Acquired] = []
         carried: list[LogBatch] = []
         total = 0
@@ -266,7 +263,46 @@ class SharePartition:
                 carried.append(batch)
             elif self.end_offset - self.start_offset >= self.max_in_flight:
                 break
+        self._cache_acquisition(lock, end, acquired, batches, batch_size or max_records)
+        if record_limit and self.end_offset > end:
+            # Kafka caches the rest of a batch cut by the record limit too, and tracks that
+            # in-flight batch record by record.
+            new_last = self.end_offset - 1
+            if any(b.base_offset <= new_last < b.last_offset for b in batches):
+                self.inflight.track_per_offset(new_last, new_last, unless=_never)
         return lock, _coalesced(acquired), carried
+
+    def _cache_acquisition(
+        self,
+        lock: int,
+        end: int,
+        acquired: list[Acquired],
+        batches: Sequence[LogBatch],
+        batch_size: int,
+    ) -> None:
+        """Kafka's in-flight batches after an acquisition that found the end at ``end``: a
+        cached batch of which this acquisition took only part is tracked record by record;
+        the new records past ``end`` are cached as new batches."""
+        for a in acquired:
+            if a.first_offset < end:
+                self.inflight.track_per_offset(
+                    a.first_offset,
+                    min(a.last_offset, end - 1),
+                    unless=lambda batch: self._held_whole(batch, lock),
+                )
+        if self.end_offset > end:
+            bases = (b.base_offset for b in batches)
+            self.inflight.add(end, self.end_offset - 1, bases, batch_size)
+        self.inflight.drop_below(self.start_offset)
+
+    def _held_whole(self, batch: InFlightBatch, lock: int) -> bool:
+        """Whether every record of ``batch`` past the start offset is under ``lock``."""
+        i = self._index(max(batch.first, self.start_offset))
+        while i < len(self.runs) and self.runs[i].first <= batch.last:
+            if self.runs[i].lock != lock:
+                return False
+            i += 1
+        return True
 
     def _acquire_range(
         self, member: str, lock: int, first: int, last: int, cap: int, acquired: list[Acquired]
@@ -310,6 +346,7 @@ class SharePartition:
         touched = len(self.runs)
         if first < end:
             upto = min(last, end - 1)
+            self.inflight.track_per_offset(first, upto, unless=_within(first, last))
             self._split(first)
             self._split(upto + 1)
             i = touched = self._index(first)
@@ -327,23 +364,79 @@ class SharePartition:
     def check_acquired(self, member: str, first: int, last: int) -> Refusal | None:
         """Why ``first..last`` may not be acknowledged by ``member`` (None: it may): every
         record of it past the start offset must be acquired by the member (Kafka refuses
-        the whole batch). Records below the start offset are done with and ignored."""
-        first = max(first, self.start_offset)
-        if first > last:
+        the whole batch). Records below the start offset are done with and ignored.
+
+        Kafka words the refusal after the in-flight batch that holds the first record at
+        fault: a batch tracked whole is checked as one (its owner, then its state), one
+        tracked record by record offset by offset (its state, then its owner)."""
+        lo = max(first, self.start_offset)
+        if lo > last:
             return None
-        if first >= self.end_offset:
+        if lo >= self.end_offset:
             return Refusal(ErrorCode.INVALID_REQUEST, PAST_ACQUIRED)
         if last >= self.end_offset:
             return Refusal(ErrorCode.INVALID_REQUEST, PAST_ACQUIRED_LAST)
-        i = self._index(first)
-        while i < len(self.runs) and self.runs[i].first <= last:
-            run = self.runs[i]
-            if run.state != DeliveryState.ACQUIRED:
-                return Refusal(ErrorCode.INVALID_RECORD_STATE, NOT_ACQUIRED)
-            if run.member != member:
-                return Refusal(ErrorCode.INVALID_RECORD_STATE, NOT_OWNER)
-            i += 1
+        for batch in self.inflight.overlapping(lo, last):
+            whole = self._runs_within(batch.first, batch.last)
+            if whole and not batch.per_offset and _alike(whole):
+                run = whole[0]
+                if run.state != DeliveryState.ACQUIRED:
+                    return Refusal(ErrorCode.INVALID_RECORD_STATE, BATCH_NOT_ACQUIRED)
+                if run.member != member:
+                    return Refusal(ErrorCode.INVALID_RECORD_STATE, NOT_OWNER)
+                continue
+            for run in self._runs_within(max(lo, batch.first), min(last, batch.last)):
+                if run.state != DeliveryState.ACQUIRED:
+                    return Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_ACQUIRED)
+                if run.member != member:
+                    return Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_OWNER)
         return None
+
+    def shared_offset_refusal(
+        self, batches: Sequence[tuple[int, int, Sequence[int]]]
+    ) -> Refusal | None:
+        """Kafka applies a partition's batches one after the other, all or none: a batch that
+        starts on the last offset of the one before (``valid_batches`` allows it) finds that
+        record no longer acquired, unless the first renewed it or, for a record tracked by
+        itself, the second marks it a gap (a gap is archived whatever its state). Records
+        below the start offset are ignored."""
+        for (before_first, last, types), (first, _, next_types) in pairwise(batches):
+            if first != last or first < self.start_offset:
+                continue
+            # One type for the whole batch, or one per record: the last is the last record's.
+            if types[-1] == AckType.RENEW:
+                continue
+            batch = next(self.inflight.overlapping(first, first), None)
+            if batch is not None and not self._tracks_per_offset_after(
+                batch, before_first, last, types
+            ):
+                return Refusal(ErrorCode.INVALID_RECORD_STATE, BATCH_NOT_ACQUIRED)
+            if next_types[0] == AckType.GAP:
+                continue
+            return Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_ACQUIRED)
+        return None
+
+    def _tracks_per_offset_after(
+        self, batch: InFlightBatch, first: int, last: int, types: Sequence[int]
+    ) -> bool:
+        """Whether Kafka tracks ``batch`` record by record once an acknowledgement of
+        ``first..last`` with ``types`` has touched it: it did already, or the acknowledgement
+        covers part of it, has a type per record, or finds the start offset inside it."""
+        return (
+            batch.per_offset
+            or not (first <= batch.first and batch.last <= last)
+            or len(types) > 1
+            or batch.first < self.start_offset <= batch.last
+        )
+
+    def _runs_within(self, first: int, last: int) -> list[Run]:
+        """The runs holding ``first..last``, past the start offset."""
+        i = self._index(max(first, self.start_offset))
+        runs = []
+        while i < len(self.runs) and self.runs[i].first <= last:
+            runs.append(self.runs[i])
+            i += 1
+        return runs
 
     def acknowledge(
         self, member: str, first: int, last: int, types: Sequence[int]
@@ -351,6 +444,11 @@ class SharePartition:
         """Apply one acknowledgement batch (checked: ``valid_batches``, ``check_acquired``):
         one type for the whole range, or one per record. The changed batches to persist,
         and the new locks of renewed records."""
+        self.inflight.track_per_offset(
+            max(first, self.start_offset),
+            last,
+            unless=lambda batch: not self._tracks_per_offset_after(batch, first, last, types),
+        )
         spans = [(first, last, types[0])] if len(types) == 1 else _spans(first, types)
         changed: list[StateBatch] = []
         renewed: list[int] = []
@@ -392,7 +490,10 @@ class SharePartition:
             (r.first, r.last) for r in self.runs if r.state == DeliveryState.ACQUIRED and matches(r)
         ]
         changed: list[StateBatch] = []
+        start = self.start_offset
         for lo, hi in targets:
+            # Kafka releases a batch it tracks whole as one, unless the start is inside it.
+            self.inflight.track_per_offset(lo, hi, unless=lambda b: not b.first < start <= b.last)
             changed.extend(self._settle(lo, hi, DeliveryState.AVAILABLE))
         self._advance_start()
         return changed
@@ -425,6 +526,9 @@ class SharePartition:
         self._split(offset)
         self.runs = [r for r in self.runs if r.first >= offset]
         self.start_offset = offset
+        # Kafka archives the records below the start, which splits a batch it falls inside.
+        self.inflight.track_per_offset(offset, offset, unless=lambda b: b.first >= offset)
+        self.inflight.drop_below(offset)
 
     # -- the runs ------------------------------------------------------------------------------
 
@@ -466,10 +570,25 @@ class SharePartition:
         if done:
             self.start_offset = self.runs[done - 1].last + 1
             del self.runs[:done]
+            self.inflight.drop_below(self.start_offset)
 
 
 def _first_offset(run: Run) -> int:
     return run.first
+
+
+def _alike(runs: Sequence[Run]) -> bool:
+    """Whether ``runs`` are one state and one owner (a batch Kafka tracks whole always is)."""
+    return all(r.state == runs[0].state and r.member == runs[0].member for r in runs[1:])
+
+
+def _never(batch: InFlightBatch) -> bool:
+    return False
+
+
+def _within(first: int, last: int) -> Callable[[InFlightBatch], bool]:
+    """Whether a batch lies inside ``first..last`` (Kafka's ``checkForFullMatch``)."""
+    return lambda batch: first <= batch.first and batch.last <= last
 
 
 def _state_after(ack: int) -> DeliveryState:

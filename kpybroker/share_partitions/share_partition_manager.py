@@ -46,7 +46,6 @@ from kpybroker.share_partitions.share_partition import (
     LogBatch,
     Refusal,
     SharePartition,
-    shared_offset_refusal,
     valid_batches,
 )
 from kpybroker.share_partitions.share_sessions import ShareSession, ShareSessions
@@ -160,14 +159,16 @@ class SharePartitionManager:
         min_bytes: int,
         max_wait_ms: int,
         record_limit: bool = False,
+        batch_size: int | None = None,
     ) -> dict[ShareKey, Fetched]:
         """Acquire records of ``wanted`` (keys with their topic names) for the member,
-        waiting up to ``max_wait_ms`` while there are fewer than ``min_bytes``."""
+        waiting up to ``max_wait_ms`` while there are fewer than ``min_bytes``.
+        ``batch_size``: ShareFetch's, which cuts new records into in-flight batches."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0, max_wait_ms) / 1000
         while True:
             answers, partitions = await self._fetch_once(
-                member_id, wanted, max_records, max_bytes, record_limit
+                member_id, wanted, max_records, max_bytes, record_limit, batch_size
             )
             got = sum(len(a.records) for a in answers.values())
             failed = any(a.error for a in answers.values())
@@ -184,6 +185,7 @@ class SharePartitionManager:
         max_records: int,
         max_bytes: int,
         record_limit: bool,
+        batch_size: int | None,
     ) -> tuple[dict[ShareKey, Fetched], list[Partition]]:
         answers: dict[ShareKey, Fetched] = {}
         partitions: list[Partition] = []
@@ -200,7 +202,7 @@ class SharePartitionManager:
                 answers[key] = Fetched(ErrorCode.NONE)
                 continue
             fetched = self._acquire(
-                held, partition, member_id, records_left, bytes_left, record_limit
+                held, partition, member_id, records_left, bytes_left, record_limit, batch_size
             )
             answers[key] = fetched
             records_left -= sum(a.last_offset - a.first_offset + 1 for a in fetched.acquired)
@@ -215,6 +217,7 @@ class SharePartitionManager:
         max_records: int,
         max_bytes: int,
         record_limit: bool,
+        batch_size: int | None,
     ) -> Fetched:
         state = held.state
         log_start = partition.log.log_start_offset
@@ -241,7 +244,7 @@ class SharePartitionManager:
                 for pos, h in iter_batches(buf)
             ]
             lock, acquired, carried = state.acquire(
-                member_id, batches, max_records, record_limit=record_limit
+                member_id, batches, max_records, record_limit=record_limit, batch_size=batch_size
             )
             if acquired:
                 self._arm(held, lock, settings.record_lock_duration_ms)
@@ -296,7 +299,7 @@ class SharePartitionManager:
             refusal = state.check_acquired(member_id, ack.first_offset, ack.last_offset)
             if refusal is not None:
                 return refusal
-        refusal = shared_offset_refusal(acks, state.start_offset)
+        refusal = state.shared_offset_refusal(acks)
         if refusal is not None:
             return refusal
         changed: list[StateBatch] = []

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.share_coordinator.persister import DeliveryState, StateBatch
 from kpybroker.share_partitions.share_partition import (
-    NOT_ACQUIRED,
+    BATCH_NOT_ACQUIRED,
     NOT_OWNER,
     OFFSET_NOT_ACQUIRED,
+    OFFSET_NOT_OWNER,
     PAST_ACQUIRED,
     PAST_ACQUIRED_LAST,
     AckType,
@@ -17,7 +22,6 @@ from kpybroker.share_partitions.share_partition import (
     LogBatch,
     Refusal,
     SharePartition,
-    shared_offset_refusal,
     valid_batches,
 )
 from kpybroker.share_partitions.share_sessions import (
@@ -97,7 +101,9 @@ def test_only_the_member_holding_records_may_acknowledge_them() -> None:
     # Below the start offset: done with, ignored.
     assert sp.check_acquired("a", 0, 4) is None
     sp.release_member("a")
-    assert sp.check_acquired("a", 5, 9) == Refusal(ErrorCode.INVALID_RECORD_STATE, NOT_ACQUIRED)
+    # Part of the batch was acknowledged apart: Kafka tracks it record by record.
+    refused = Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_ACQUIRED)
+    assert sp.check_acquired("a", 5, 9) == refused
 
 
 def test_malformed_acknowledgement_batches_are_refused_before_any_record() -> None:
@@ -113,16 +119,81 @@ def test_malformed_acknowledgement_batches_are_refused_before_any_record() -> No
 
 
 def test_a_batch_starting_on_the_last_offset_of_the_one_before_finds_it_acknowledged() -> None:
+    sp = partition()
+    sp.acquire("a", log_batches((0, 9)), 100)
     shared = [(5, 6, [ACCEPT]), (6, 7, [ACCEPT])]
     refused = Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_ACQUIRED)
-    assert shared_offset_refusal(shared, start_offset=0) == refused
-    assert shared_offset_refusal([(5, 6, [RELEASE, REJECT]), (6, 7, [ACCEPT])], 0) == refused
-    # Below the start offset it is ignored; a renewed record is still acquired; a gap is
-    # archived whatever its state; batches apart share nothing.
-    assert shared_offset_refusal(shared, start_offset=7) is None
-    assert shared_offset_refusal([(5, 6, [ACCEPT, RENEW]), (6, 7, [ACCEPT])], 0) is None
-    assert shared_offset_refusal([(5, 6, [ACCEPT]), (6, 7, [GAP, ACCEPT])], 0) is None
-    assert shared_offset_refusal([(5, 6, [ACCEPT]), (7, 8, [ACCEPT])], 0) is None
+    assert sp.shared_offset_refusal(shared) == refused
+    assert sp.shared_offset_refusal([(5, 6, [RELEASE, REJECT]), (6, 7, [ACCEPT])]) == refused
+    # A renewed record is still acquired; a gap is archived whatever its state; batches
+    # apart share nothing.
+    assert sp.shared_offset_refusal([(5, 6, [ACCEPT, RENEW]), (6, 7, [ACCEPT])]) is None
+    assert sp.shared_offset_refusal([(5, 6, [ACCEPT]), (6, 7, [GAP, ACCEPT])]) is None
+    assert sp.shared_offset_refusal([(5, 6, [ACCEPT]), (7, 8, [ACCEPT])]) is None
+    # Below the start offset it is ignored.
+    sp.acknowledge("a", 0, 6, [ACCEPT])
+    assert sp.shared_offset_refusal(shared) is None
+
+
+def test_a_shared_offset_of_a_batch_acknowledged_whole_finds_the_batch_not_acquired() -> None:
+    sp = partition()
+    sp.acquire("a", log_batches((0, 4)), 100)
+    sp.acquire("a", log_batches((5, 9)), 100)
+    # 0..4 is one in-flight batch, acknowledged whole by the first: a gap changes nothing.
+    refused = Refusal(ErrorCode.INVALID_RECORD_STATE, BATCH_NOT_ACQUIRED)
+    assert sp.shared_offset_refusal([(0, 4, [ACCEPT]), (4, 6, [ACCEPT])]) == refused
+    assert sp.shared_offset_refusal([(0, 4, [ACCEPT]), (4, 6, [GAP])]) == refused
+
+
+def test_refusals_are_worded_after_how_kafka_tracks_the_in_flight_batch() -> None:
+    """Kafka tracks an in-flight batch whole until part of it is touched, then record by
+    record; its refusals say "batch" or "offset" accordingly."""
+    batch_not_acquired = Refusal(ErrorCode.INVALID_RECORD_STATE, BATCH_NOT_ACQUIRED)
+    offset_not_acquired = Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_ACQUIRED)
+    # Released whole, then asked again: the batch is not acquired.
+    sp = partition()
+    sp.acquire("a", log_batches((0, 9)), 100)
+    sp.acknowledge("a", 0, 9, [RELEASE])
+    assert sp.check_acquired("a", 0, 9) == batch_not_acquired
+    assert sp.check_acquired("a", 3, 4) == batch_not_acquired
+    # Acquired again whole by another member: the batch's owner is named.
+    sp.acquire("b", log_batches((0, 9)), 100)
+    assert sp.check_acquired("a", 2, 3) == Refusal(ErrorCode.INVALID_RECORD_STATE, NOT_OWNER)
+    # One type per record makes it tracked record by record, even when they are all one.
+    sp.acknowledge("b", 0, 9, [RELEASE] * 10)
+    assert sp.check_acquired("a", 0, 9) == offset_not_acquired
+    sp.acquire("b", log_batches((0, 9)), 100)
+    refused = Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_OWNER)
+    assert sp.check_acquired("a", 0, 9) == refused
+    # A subset acquired (the record limit cuts the batch) is tracked record by record.
+    sp = partition()
+    sp.acquire("a", log_batches((0, 9)), 100)
+    sp.acknowledge("a", 0, 9, [RELEASE])
+    sp.acquire("b", log_batches((0, 9)), 4, record_limit=True)
+    assert sp.check_acquired("b", 3, 6) == offset_not_acquired
+
+
+def test_new_records_are_cached_in_batches_of_the_fetchs_batch_size() -> None:
+    sp = partition()
+    sp.acquire("a", log_batches((0, 2), (3, 5), (6, 8), (9, 11)), 100, batch_size=4)
+    # Cut at a log batch's base once a piece holds 4 records: 0..5, 6..11.
+    assert [(b.first, b.last) for b in sp.inflight.batches] == [(0, 5), (6, 11)]
+    sp.acknowledge("a", 0, 5, [ACCEPT])
+    sp.acknowledge("a", 6, 11, [RELEASE])
+    refused = Refusal(ErrorCode.INVALID_RECORD_STATE, BATCH_NOT_ACQUIRED)
+    assert sp.check_acquired("a", 6, 11) == refused
+    assert [(b.first, b.last) for b in sp.inflight.batches] == [(6, 11)]
+
+
+def test_batches_rebuilt_from_persisted_state_are_tracked_whole() -> None:
+    batches = [StateBatch(0, 4, DeliveryState.AVAILABLE, 1), StateBatch(5, 9, 4, 1)]
+    sp = SharePartition.from_state(0, batches, delivery_count_limit=5, max_in_flight=200)
+    assert [(b.first, b.last, b.per_offset) for b in sp.inflight.batches] == [
+        (0, 4, False),
+        (5, 9, False),
+    ]
+    refused = Refusal(ErrorCode.INVALID_RECORD_STATE, BATCH_NOT_ACQUIRED)
+    assert sp.check_acquired("a", 5, 9) == refused
 
 
 def test_an_expired_lock_releases_and_the_delivery_limit_archives() -> None:
@@ -246,3 +317,50 @@ def test_control_batches_are_archived_not_delivered() -> None:
     assert [b.base_offset for b in carried] == [0, 6]
     sp.acknowledge("a", 0, 4, [ACCEPT])
     assert sp.start_offset == 6
+
+
+MEMBERS = st.sampled_from(["a", "b"])
+OPERATIONS = st.one_of(
+    st.tuples(st.just("acquire"), MEMBERS, st.integers(1, 4), st.integers(1, 12), st.booleans()),
+    st.tuples(st.just("acknowledge"), MEMBERS, st.integers(0, 40), st.integers(0, 6),
+              st.lists(st.sampled_from([ACCEPT, RELEASE, REJECT, GAP]), min_size=1, max_size=7)),
+    st.tuples(st.just("release"), MEMBERS),
+    st.tuples(st.just("expire"), st.integers(1, 20)),
+    st.tuples(st.just("move start"), st.integers(0, 50)),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(OPERATIONS, max_size=30))
+def test_in_flight_batches_always_cover_the_window_and_refusals_never_fail(ops: list) -> None:
+    """Whatever happens to a partition, its in-flight batches stay in order and cover its
+    in-flight records, and checking an acknowledgement only ever answers."""
+    sp = partition(limit=3, max_in_flight=30)
+    log_end = 0
+    for op in ops:
+        if op[0] == "acquire":
+            _, member, count, size, record_limit = op
+            offset = sp.next_fetch_offset()
+            batches = log_batches(*((offset + i * size, offset + i * size + size - 1)
+                                    for i in range(count)))  # fmt: skip
+            log_end = max(log_end, batches[-1].last_offset + 1)
+            sp.acquire(member, batches, 5, record_limit=record_limit, batch_size=4)
+        elif op[0] == "acknowledge":
+            _, member, first, extra, types = op
+            last = first + extra
+            types = types[:1] if len(types) != extra + 1 else types
+            if sp.check_acquired(member, first, last) is None:
+                sp.acknowledge(member, first, last, types)
+        elif op[0] == "release":
+            sp.release_member(op[1])
+        elif op[0] == "expire":
+            sp.release_lock(op[1])
+        else:
+            sp.move_start(min(op[1], log_end))
+        spans = [(b.first, b.last) for b in sp.inflight.batches]
+        assert all(first <= last for first, last in spans)
+        assert all(a[1] + 1 == b[0] for a, b in pairwise(spans))
+        if sp.runs:
+            assert spans[0][0] <= sp.start_offset and spans[-1][1] == sp.end_offset - 1
+        else:
+            assert spans == []

@@ -210,6 +210,7 @@ class SharePartitions(Protocol):
         min_bytes: int,
         max_wait_ms: int,
         record_limit: bool = False,
+        batch_size: int | None = None,
     ) -> Mapping[ShareKey, Fetched]: ...
 
     async def acknowledge(
