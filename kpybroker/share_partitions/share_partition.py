@@ -263,7 +263,10 @@ class SharePartition:
                 carried.append(batch)
             elif self.end_offset - self.start_offset >= self.max_in_flight:
                 break
-        self._cache_acquisition(lock, end, acquired, batches, batch_size or max_records)
+        # Kafka's record-limit mode caches its new records as one batch (at most
+        # ``max_records`` here), the batch-optimized mode cuts them by ``batch_size``.
+        cut = max_records if record_limit else batch_size or max_records
+        self._cache_acquisition(lock, end, acquired, batches, cut)
         if record_limit and self.end_offset > end:
             # Kafka caches the rest of a batch cut by the record limit too, and tracks that
             # in-flight batch record by record.

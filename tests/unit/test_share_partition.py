@@ -183,6 +183,10 @@ def test_new_records_are_cached_in_batches_of_the_fetchs_batch_size() -> None:
     refused = Refusal(ErrorCode.INVALID_RECORD_STATE, BATCH_NOT_ACQUIRED)
     assert sp.check_acquired("a", 6, 11) == refused
     assert [(b.first, b.last) for b in sp.inflight.batches] == [(6, 11)]
+    # The record-limit mode caches what it takes as one batch, whatever the batch size.
+    sp = partition()
+    sp.acquire("a", log_batches((0, 2), (3, 5), (6, 8)), 9, record_limit=True, batch_size=2)
+    assert [(b.first, b.last) for b in sp.inflight.batches] == [(0, 8)]
 
 
 def test_batches_rebuilt_from_persisted_state_are_tracked_whole() -> None:
