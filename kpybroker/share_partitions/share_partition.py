@@ -17,7 +17,9 @@ of runs however many records it holds. A run is split only where an
 acknowledgement or an acquisition cuts it, and neighbours merge back.
 
 Acquisition follows the log's batches (Kafka hands out whole batches, so
-``max_records`` may be exceeded to keep to a batch's boundary). When the
+``max_records`` may be exceeded to keep to a batch's boundary), except for
+records delivered many times, which go out a few at a time
+(``delivery_throttle``). When the
 leading runs are all done with, the start offset moves past them and they
 are forgotten. What changes is returned as ``StateBatch``es to persist
 (``kpybroker.share_coordinator.persister``); a partition is rebuilt from its
@@ -39,6 +41,7 @@ from typing import NamedTuple
 
 from kpybroker.protocol.errors import ErrorCode
 from kpybroker.share_coordinator.persister import DeliveryState, StateBatch
+from kpybroker.share_partitions.delivery_throttle import throttle_deliveries, throttled_ranges
 from kpybroker.share_partitions.in_flight_batches import InFlightBatch, InFlightBatches
 
 
@@ -240,10 +243,19 @@ class SharePartition:
         mode), never more than ``max_records``: a batch may then be acquired in part.
 
         ``batch_size`` (ShareFetch's, ``max_records`` if None) cuts the new records into
-        in-flight batches, as Kafka does (``in_flight_batches``)."""
+        in-flight batches, as Kafka does (``in_flight_batches``). Records delivered many
+        times are throttled (``delivery_throttle``): the acquisition stops before their
+        in-flight batch, or takes only some of them when it reaches that batch first."""
         self._locks += 1
         lock = self._locks
         end = self.end_offset
+        stop = batches[-1].last_offset + 1 if batches else end  # acquire up to it
+        throttled = self._throttled_batch(batches)
+        if throttled is not None:
+            if not self._available_between(batches[0].base_offset, throttled.first - 1):
+                limit = max_records if record_limit else None
+                return lock, *self._acquire_throttled(member, lock, throttled, batches, limit)
+            stop = throttled.first  # what comes before it, and nothing from it on
         acquired: list[Acquired] = []
         carried: list[LogBatch] = []
         total = 0
@@ -251,13 +263,14 @@ class SharePartition:
             if total >= max_records:
                 break
             first = max(batch.base_offset, self.start_offset)
-            if first > batch.last_offset:
+            last = min(batch.last_offset, stop - 1)
+            if first > last:
                 continue
             if batch.skipped:
-                self._archive_range(first, batch.last_offset)
+                self._archive_range(first, last)
                 continue
-            cap = max_records - total if record_limit else batch.last_offset - first + 1
-            got = self._acquire_range(member, lock, first, batch.last_offset, cap, acquired)
+            cap = max_records - total if record_limit else last - first + 1
+            got = self._acquire_range(member, lock, first, last, cap, acquired)
             if got:
                 total += got
                 carried.append(batch)
@@ -274,6 +287,56 @@ class SharePartition:
             if any(b.base_offset <= new_last < b.last_offset for b in batches):
                 self.inflight.track_per_offset(new_last, new_last, unless=_never)
         return lock, _coalesced(acquired), carried
+
+    def _throttled_batch(self, batches: Sequence[LogBatch]) -> InFlightBatch | None:
+        """The first in-flight batch of the records ``batches`` hold with an available record
+        delivered often enough to be throttled (Kafka's shouldThrottleRecordsDelivery)."""
+        if not batches:
+            return None
+        lo = max(batches[0].base_offset, self.start_offset)
+        hi = min(batches[-1].last_offset, self.end_offset - 1)
+        threshold = throttle_deliveries(self.delivery_count_limit)
+        for batch in self.inflight.overlapping(lo, hi):
+            runs = self._runs_within(max(lo, batch.first), min(hi, batch.last))
+            if any(r.state == DeliveryState.AVAILABLE and r.count >= threshold for r in runs):
+                return batch
+        return None
+
+    def _available_between(self, first: int, last: int) -> bool:
+        """Whether a record of ``first..last`` is available (an acquisition would take it)."""
+        runs = self._runs_within(first, last) if first <= last else []
+        return any(r.state == DeliveryState.AVAILABLE for r in runs)
+
+    def _acquire_throttled(
+        self,
+        member: str,
+        lock: int,
+        throttled: InFlightBatch,
+        batches: Sequence[LogBatch],
+        record_limit: int | None,
+    ) -> tuple[list[Acquired], list[LogBatch]]:
+        """Acquire what ``delivery_throttle`` allows of ``throttled``, which Kafka tracks
+        record by record from now on, and nothing else: the ranges, and the batches of
+        ``batches`` that hold them."""
+        throttled.per_offset = True
+        lo = max(batches[0].base_offset, throttled.first)
+        hi = min(batches[-1].last_offset, throttled.last)
+        segments = [
+            (max(r.first, lo), min(r.last, hi), r.state == DeliveryState.AVAILABLE, r.count)
+            for r in self._runs_within(lo, hi)
+        ]
+        size = throttled.last - throttled.first + 1
+        acquired: list[Acquired] = []
+        limit = self.delivery_count_limit
+        for first, last in throttled_ranges(segments, size, limit, record_limit):
+            self._acquire_range(member, lock, first, last, last - first + 1, acquired)
+        carried = [
+            b
+            for b in batches
+            if any(b.base_offset <= a.last_offset and a.first_offset <= b.last_offset
+                   for a in acquired)
+        ]  # fmt: skip
+        return _coalesced(acquired), carried
 
     def _cache_acquisition(
         self,

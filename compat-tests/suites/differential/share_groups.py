@@ -604,6 +604,42 @@ def share_fetch_acknowledge_cycle(p: Probe) -> None:
     a.leave()
 
 
+@scenario
+def share_fetch_throttled_redelivery(p: Probe) -> None:
+    """Ten records in one batch, released after every delivery (the group's delivery count
+    limit is the default 5): from the third delivery on a fetch takes half of them, a
+    record on its last attempt goes out alone, and one released on its last attempt is
+    archived (Kafka 4.4's throttled redelivery, KAFKA-17541)."""
+    topics = Topics(p)
+    group = "diff-sht-group"
+    ready_groups(p, group)
+    share_topic(p, topics, "diff-sht", group)
+    a = Member(p, group, member("throttle-a"), ["diff-sht"])
+    settle(p, [a])
+    tid = topics.id_of("diff-sht")
+    me = a.member_id
+    first = fetch_request(group, me, OPEN, [fetch_topic(tid)], max_wait_ms=1000)
+    answer = acquire(p, first)
+    p.see_whole("delivery 1", first, 2, answer)
+    epoch = 1
+    for delivery in range(2, 9):
+        held = [r for t in answer.responses for q in t.partitions for r in q.acquired_records]
+        if not held:
+            break
+        released = [(r.first_offset, r.last_offset, [RELEASE]) for r in held]
+        p.answer(
+            f"release {delivery - 1}",
+            ack_request(group, me, epoch, [ack_topic(tid, 0, released)]),
+            2,
+        )
+        epoch += 1
+        fetch = fetch_request(group, me, epoch, [fetch_topic(tid)], max_wait_ms=1000)
+        answer = p.answer(f"delivery {delivery}", fetch, 2)
+        epoch += 1
+    p.answer("acknowledge to close", ack_request(group, me, CLOSE, []), 2)
+    a.leave()
+
+
 # -- Share group offsets, ListGroups, DeleteGroups ------------------------------------------
 
 
