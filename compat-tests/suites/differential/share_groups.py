@@ -605,6 +605,45 @@ def share_fetch_acknowledge_cycle(p: Probe) -> None:
 
 
 @scenario
+def share_acknowledge_refusals_worded(p: Probe) -> None:
+    """Acknowledgements of records no longer acquired, worded after Kafka's in-flight
+    batches: a batch released whole is refused as a batch (all of it, or part); once part
+    of a batch is acknowledged apart, its records are refused one by one."""
+    topics = Topics(p)
+    group = "diff-shw-group"
+    ready_groups(p, group)
+    share_topic(p, topics, "diff-shw", group)
+    a = Member(p, group, member("worded-a"), ["diff-shw"])
+    settle(p, [a])
+    tid = topics.id_of("diff-shw")
+    me = a.member_id
+    first = fetch_request(group, me, OPEN, [fetch_topic(tid)], max_wait_ms=1000)
+    p.see_whole("acquire", first, 2, acquire(p, first))
+    steps = [
+        ("release the batch whole", [(0, 9, [RELEASE])]),
+        ("acknowledge it again", [(0, 9, [ACCEPT])]),
+        ("acknowledge part of it", [(3, 4, [ACCEPT])]),
+    ]
+    epoch = 1
+    for label, acks in steps:
+        p.answer(label, ack_request(group, me, epoch, [ack_topic(tid, 0, acks)]), 2)
+        epoch += 1
+    again = fetch_request(group, me, epoch, [fetch_topic(tid)], max_wait_ms=1000)
+    p.answer("acquire again", again, 2)
+    epoch += 1
+    steps = [
+        ("accept the first half", [(0, 4, [ACCEPT])]),
+        ("release the rest", [(5, 9, [RELEASE])]),
+        ("acknowledge released records", [(5, 6, [ACCEPT])]),
+    ]
+    for label, acks in steps:
+        p.answer(label, ack_request(group, me, epoch, [ack_topic(tid, 0, acks)]), 2)
+        epoch += 1
+    p.answer("acknowledge to close", ack_request(group, me, CLOSE, []), 2)
+    a.leave()
+
+
+@scenario
 def share_fetch_throttled_redelivery(p: Probe) -> None:
     """Ten records in one batch, released after every delivery (the group's delivery count
     limit is the default 5): from the third delivery on a fetch takes half of them, a
