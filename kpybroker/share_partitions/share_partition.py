@@ -240,7 +240,8 @@ class SharePartition:
 
         Whole batches are acquired until ``max_records`` is reached (Kafka's
         batch-optimized mode), or, with ``record_limit`` (ShareFetch v2's record-limit
-        mode), never more than ``max_records``: a batch may then be acquired in part.
+        mode), never more than ``max_records``: a batch may then be acquired in part, and
+        its rest is in flight, available (as Kafka caches it), for the next fetches.
 
         ``batch_size`` (ShareFetch's, ``max_records`` if None) cuts the new records into
         in-flight batches, as Kafka does (``in_flight_batches``). Records delivered many
@@ -276,16 +277,13 @@ class SharePartition:
                 carried.append(batch)
             elif self.end_offset - self.start_offset >= self.max_in_flight:
                 break
-        # Kafka's record-limit mode caches its new records as one batch (at most
-        # ``max_records`` here), the batch-optimized mode cuts them by ``batch_size``.
-        cut = max_records if record_limit else batch_size or max_records
+        # Kafka's record-limit mode caches its new records as one batch, the batch-optimized
+        # mode cuts them by ``batch_size``.
+        cut = self.end_offset - end if record_limit else batch_size or max_records
         self._cache_acquisition(lock, end, acquired, batches, cut)
-        if record_limit and self.end_offset > end:
-            # Kafka caches the rest of a batch cut by the record limit too, and tracks that
-            # in-flight batch record by record.
-            new_last = self.end_offset - 1
-            if any(b.base_offset <= new_last < b.last_offset for b in batches):
-                self.inflight.track_per_offset(new_last, new_last, unless=_never)
+        if self._available_between(end, self.end_offset - 1):
+            # The rest of a batch the record limit cut: Kafka tracks it record by record.
+            self.inflight.track_per_offset(end, self.end_offset - 1, unless=_never)
         return lock, _coalesced(acquired), carried
 
     def _throttled_batch(self, batches: Sequence[LogBatch]) -> InFlightBatch | None:
@@ -402,6 +400,8 @@ class SharePartition:
             self.runs.append(Run(new_first, new_last, DeliveryState.ACQUIRED, 1, member, lock))
             acquired.append(Acquired(new_first, new_last, 1))
             got += new_last - new_first + 1
+            if new_last < last:  # the record limit cut the batch: Kafka caches its rest
+                self.runs.append(Run(new_last + 1, last, DeliveryState.AVAILABLE, 0))
         self._merge(touched, len(self.runs))
         return got
 

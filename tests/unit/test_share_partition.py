@@ -306,6 +306,12 @@ def test_record_limit_mode_acquires_part_of_a_batch() -> None:
     _, acquired, carried = sp.acquire("a", log_batches((0, 9)), 4, record_limit=True)
     assert acquired == [Acquired(0, 3, 1)]
     assert len(carried) == 1
+    # The rest of the batch is in flight, available, as Kafka caches it: acknowledging it
+    # is refused record by record, and a range past it as past the acquired records.
+    assert (sp.end_offset, sp.next_fetch_offset()) == (10, 4)
+    refused = Refusal(ErrorCode.INVALID_RECORD_STATE, OFFSET_NOT_ACQUIRED)
+    assert sp.check_acquired("a", 5, 6) == refused
+    assert sp.check_acquired("a", 9, 12) == Refusal(ErrorCode.INVALID_REQUEST, PAST_ACQUIRED_LAST)
     _, acquired, _ = sp.acquire("b", log_batches((0, 9)), 4, record_limit=True)
     assert acquired == [Acquired(4, 7, 1)]
     sp.release_member("a")

@@ -393,6 +393,7 @@ def fetch_request(
     max_wait_ms: int = 100,
     max_records: int = 500,
     renew: bool = False,
+    record_limit: bool = False,
 ) -> share_fetch.ShareFetchRequest:
     return share_fetch.ShareFetchRequest(
         group_id=group,
@@ -403,7 +404,7 @@ def fetch_request(
         max_bytes=1 << 20,
         max_records=max_records,
         batch_size=max_records,
-        share_acquire_mode=0,
+        share_acquire_mode=1 if record_limit else 0,
         is_renew_ack=renew,
         topics=topics,
         forgotten_topics_data=[],
@@ -639,6 +640,43 @@ def share_acknowledge_refusals_worded(p: Probe) -> None:
     for label, acks in steps:
         p.answer(label, ack_request(group, me, epoch, [ack_topic(tid, 0, acks)]), 2)
         epoch += 1
+    p.answer("acknowledge to close", ack_request(group, me, CLOSE, []), 2)
+    a.leave()
+
+
+@scenario
+def share_fetch_record_limit_mode(p: Probe) -> None:
+    """ShareFetch v2's record-limit mode (KIP-1206) on a batch of ten records: three at a
+    time, the rest of the batch in flight but not acquired (an acknowledgement of it is
+    refused record by record), then acquired by the next fetches."""
+    topics = Topics(p)
+    group = "diff-shr-group"
+    ready_groups(p, group)
+    share_topic(p, topics, "diff-shr", group)
+    a = Member(p, group, member("limit-a"), ["diff-shr"])
+    settle(p, [a])
+    tid = topics.id_of("diff-shr")
+    me = a.member_id
+
+    def fetch(epoch: int) -> Any:
+        topic = [fetch_topic(tid)]
+        return fetch_request(
+            group, me, epoch, topic, max_wait_ms=1000, max_records=3, record_limit=True
+        )
+
+    p.see_whole("acquire three", fetch(OPEN), 2, acquire(p, fetch(OPEN)))
+    refused = ack_request(group, me, 1, [ack_topic(tid, 0, [(4, 5, [ACCEPT])])])
+    p.answer("acknowledge records in flight, not acquired", refused, 2)
+    p.answer(
+        "acknowledge past the batch",
+        ack_request(group, me, 2, [ack_topic(tid, 0, [(9, 12, [ACCEPT])])]),
+        2,
+    )
+    p.answer(
+        "accept the three", ack_request(group, me, 3, [ack_topic(tid, 0, [(0, 2, [ACCEPT])])]), 2
+    )
+    p.answer("the next three", fetch(4), 2)
+    p.answer("and the next", fetch(5), 2)
     p.answer("acknowledge to close", ack_request(group, me, CLOSE, []), 2)
     a.leave()
 
