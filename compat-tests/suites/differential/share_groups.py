@@ -437,6 +437,20 @@ def share_topic(p: Probe, topics: Topics, name: str, group: str, partitions: int
     )
 
 
+def lone_member(
+    p: Probe, name: str, member_name: str, partitions: int = 1
+) -> tuple[str, bytes, Member]:
+    """A share group ``diff-<name>-group`` with one member, settled, reading ``diff-<name>``
+    (``share_topic``): the group, the topic's ID and the member."""
+    topics = Topics(p)
+    group = f"diff-{name}-group"
+    ready_groups(p, group)
+    share_topic(p, topics, f"diff-{name}", group, partitions=partitions)
+    a = Member(p, group, member(member_name), [f"diff-{name}"])
+    settle(p, [a])
+    return group, topics.id_of(f"diff-{name}"), a
+
+
 def acquire(p: Probe, request: Any) -> Any:
     """A first fetch (epoch 0) repeated until it acquires records: Kafka initializes a share
     partition through its share coordinator after assigning it."""
@@ -531,13 +545,7 @@ def share_fetch_acknowledge_cycle(p: Probe) -> None:
     back, second delivery) and rejects two; acknowledgements of records it never acquired
     and malformed acknowledgement batches are refused per partition; ShareAcknowledge in
     the session, on a partition not in it, and closing it; the group's offsets after."""
-    topics = Topics(p)
-    group = "diff-shf-group"
-    ready_groups(p, group)
-    share_topic(p, topics, "diff-shf", group, partitions=2)
-    a = Member(p, group, member("cycle-a"), ["diff-shf"])
-    settle(p, [a])
-    tid = topics.id_of("diff-shf")
+    group, tid, a = lone_member(p, "shf", "cycle-a", partitions=2)
     me = a.member_id
 
     first = fetch_request(group, me, OPEN, [fetch_topic(tid)], max_wait_ms=1000)
@@ -610,13 +618,7 @@ def share_acknowledge_refusals_worded(p: Probe) -> None:
     """Acknowledgements of records no longer acquired, worded after Kafka's in-flight
     batches: a batch released whole is refused as a batch (all of it, or part); once part
     of a batch is acknowledged apart, its records are refused one by one."""
-    topics = Topics(p)
-    group = "diff-shw-group"
-    ready_groups(p, group)
-    share_topic(p, topics, "diff-shw", group)
-    a = Member(p, group, member("worded-a"), ["diff-shw"])
-    settle(p, [a])
-    tid = topics.id_of("diff-shw")
+    group, tid, a = lone_member(p, "shw", "worded-a")
     me = a.member_id
     first = fetch_request(group, me, OPEN, [fetch_topic(tid)], max_wait_ms=1000)
     p.see_whole("acquire", first, 2, acquire(p, first))
@@ -649,13 +651,7 @@ def share_fetch_record_limit_mode(p: Probe) -> None:
     """ShareFetch v2's record-limit mode (KIP-1206) on a batch of ten records: three at a
     time, the rest of the batch in flight but not acquired (an acknowledgement of it is
     refused record by record), then acquired by the next fetches."""
-    topics = Topics(p)
-    group = "diff-shr-group"
-    ready_groups(p, group)
-    share_topic(p, topics, "diff-shr", group)
-    a = Member(p, group, member("limit-a"), ["diff-shr"])
-    settle(p, [a])
-    tid = topics.id_of("diff-shr")
+    group, tid, a = lone_member(p, "shr", "limit-a")
     me = a.member_id
 
     def fetch(epoch: int) -> Any:
@@ -687,13 +683,7 @@ def share_fetch_throttled_redelivery(p: Probe) -> None:
     limit is the default 5): from the third delivery on a fetch takes half of them, a
     record on its last attempt goes out alone, and one released on its last attempt is
     archived (Kafka 4.4's throttled redelivery, KAFKA-17541)."""
-    topics = Topics(p)
-    group = "diff-sht-group"
-    ready_groups(p, group)
-    share_topic(p, topics, "diff-sht", group)
-    a = Member(p, group, member("throttle-a"), ["diff-sht"])
-    settle(p, [a])
-    tid = topics.id_of("diff-sht")
+    group, tid, a = lone_member(p, "sht", "throttle-a")
     me = a.member_id
     first = fetch_request(group, me, OPEN, [fetch_topic(tid)], max_wait_ms=1000)
     answer = acquire(p, first)
