@@ -11,6 +11,7 @@ from compat.expectations import Entry, Expectations
 from compat.results import SuiteResult
 from compat.runner import _failures_again, _judge, run_command
 from compat.suite import PytestSuite, RunContext
+from suites.differential.suite import DifferentialSuite
 
 TESTS = """
 from pathlib import Path
@@ -88,3 +89,10 @@ def test_no_run_again_without_unexpected_failures(tmp_path: Path) -> None:
     command = _Suite().pytest_command(ctx, ["x"], junit)
     expectations = Expectations(known_failures=[Entry("test_fake::test_known", "listed")])
     assert _failures_again(command, junit, expectations) is None
+
+
+def test_the_differential_suite_does_not_run_failed_scenarios_again(tmp_path: Path) -> None:
+    """A scenario run again meets the state its first run left on both brokers."""
+    junit = tmp_path / "junit.xml"
+    ctx = RunContext("kpybroker", "127.0.0.1:1", None, tmp_path, junit, None)
+    assert DifferentialSuite().command(ctx).again_for_failures(tmp_path / "again.xml") is None
