@@ -51,7 +51,7 @@ class InFlightBatches:
             for base in bases:
                 if base > last:
                     break
-                if base - current >= batch_size:
+                if base > current and base - current >= batch_size:
                     self.batches.append(InFlightBatch(current, base - 1))
                     current = base
         self.batches.append(InFlightBatch(current, last))

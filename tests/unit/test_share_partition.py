@@ -183,6 +183,10 @@ def test_new_records_are_cached_in_batches_of_the_fetchs_batch_size() -> None:
     refused = Refusal(ErrorCode.INVALID_RECORD_STATE, BATCH_NOT_ACQUIRED)
     assert sp.check_acquired("a", 6, 11) == refused
     assert [(b.first, b.last) for b in sp.inflight.batches] == [(6, 11)]
+    # A negative batch size cuts at every log batch, never into an empty batch.
+    sp = partition()
+    sp.acquire("a", log_batches((0, 2), (3, 5)), 100, batch_size=-1)
+    assert [(b.first, b.last) for b in sp.inflight.batches] == [(0, 2), (3, 5)]
     # The record-limit mode caches what it takes as one batch, whatever the batch size.
     sp = partition()
     sp.acquire("a", log_batches((0, 2), (3, 5), (6, 8)), 9, record_limit=True, batch_size=2)
@@ -331,7 +335,8 @@ def test_control_batches_are_archived_not_delivered() -> None:
 
 MEMBERS = st.sampled_from(["a", "b"])
 OPERATIONS = st.one_of(
-    st.tuples(st.just("acquire"), MEMBERS, st.integers(1, 4), st.integers(1, 12), st.booleans()),
+    st.tuples(st.just("acquire"), MEMBERS, st.integers(1, 4), st.integers(1, 12), st.booleans(),
+              st.integers(-2, 8)),
     st.tuples(st.just("acknowledge"), MEMBERS, st.integers(0, 40), st.integers(0, 6),
               st.lists(st.sampled_from([ACCEPT, RELEASE, REJECT, GAP]), min_size=1, max_size=7)),
     st.tuples(st.just("release"), MEMBERS),
@@ -349,12 +354,12 @@ def test_in_flight_batches_always_cover_the_window_and_refusals_never_fail(ops: 
     log_end = 0
     for op in ops:
         if op[0] == "acquire":
-            _, member, count, size, record_limit = op
+            _, member, count, size, record_limit, batch_size = op
             offset = sp.next_fetch_offset()
             batches = log_batches(*((offset + i * size, offset + i * size + size - 1)
                                     for i in range(count)))  # fmt: skip
             log_end = max(log_end, batches[-1].last_offset + 1)
-            sp.acquire(member, batches, 5, record_limit=record_limit, batch_size=4)
+            sp.acquire(member, batches, 5, record_limit=record_limit, batch_size=batch_size)
         elif op[0] == "acknowledge":
             _, member, first, extra, types = op
             last = first + extra
@@ -368,7 +373,7 @@ def test_in_flight_batches_always_cover_the_window_and_refusals_never_fail(ops: 
         else:
             sp.move_start(min(op[1], log_end))
         spans = [(b.first, b.last) for b in sp.inflight.batches]
-        assert all(first <= last for first, last in spans)
+        assert all(first <= last for first, last in spans)  # no empty batch
         assert all(a[1] + 1 == b[0] for a, b in pairwise(spans))
         if sp.runs:
             assert spans[0][0] <= sp.start_offset and spans[-1][1] == sp.end_offset - 1
