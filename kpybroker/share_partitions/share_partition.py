@@ -361,12 +361,7 @@ class SharePartition:
 
     def _held_whole(self, batch: InFlightBatch, lock: int) -> bool:
         """Whether every record of ``batch`` past the start offset is under ``lock``."""
-        i = self._index(max(batch.first, self.start_offset))
-        while i < len(self.runs) and self.runs[i].first <= batch.last:
-            if self.runs[i].lock != lock:
-                return False
-            i += 1
-        return True
+        return all(run.lock == lock for run in self._runs_within(batch.first, batch.last))
 
     def _acquire_range(
         self, member: str, lock: int, first: int, last: int, cap: int, acquired: list[Acquired]
