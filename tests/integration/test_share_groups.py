@@ -7,6 +7,8 @@ Kafka's own clients and tools against the broker under test:
   partition 0, and the group's state;
 - ``--ack-pattern accept,release,reject``: accepted and rejected records are delivered
   once, released ones again and again until the group's ``share.delivery.count.limit``;
+- a consumer releasing every record gets them back in ever smaller polls once they
+  have been delivered half the delivery limit's times (Kafka 4.4's throttled redelivery);
 - ConsoleShareConsumer ``--release`` shows each record's delivery count go up;
 - a consumer holding records (stalled on a full stdout pipe, or killed with SIGKILL):
   another consumer gets every one of them again, delivery count 2, once the acquisition
@@ -437,6 +439,58 @@ def test_rejected_records_are_delivered_once_and_released_ones_up_to_the_deliver
             assert event["success"], event
             kinds.update(event.get("ackTypeCounts", {}))
     assert kinds == {"ACCEPT": n // 3, "REJECT": n // 3, "RELEASE": n // 3 * limit}
+
+
+#: What a VerifiableShareConsumer that releases every record polls, with
+#: share.delivery.count.limit 6, from ten records in one log batch: Kafka 4.4's throttled
+#: redelivery (KAFKA-17541), recorded from Kafka. The whole batch comes three times; from
+#: then on a batch holding a record delivered three times (half the limit) or more is cut
+#: to batch >> (count - 2) records, and a record on its last (sixth) delivery comes alone.
+THROTTLED_POLLS = [
+    *[list(range(10))] * 3,
+    [0, 1, 2, 3, 4],
+    [0, 1], [0], [1],
+    [2, 3], [2], [3],
+    [4, 5], [4], [5, 6], [5], [6, 7], [6], [7, 8], [7], [8, 9], [8], [9], [9],
+]  # fmt: skip
+
+
+def test_records_released_again_and_again_come_back_in_ever_smaller_polls(
+    bootstrap: str,
+    msg: SimpleNamespace,
+    kafka_lib: Path,
+    java_tool: ToolRunner,
+    java_procs: list[JavaProcess],
+) -> None:
+    topic, group, n, limit = "share-throttled", "share-throttled-group", 10, 6
+    new_topic(bootstrap, topic)
+    produce(bootstrap, topic, [f"{topic}-{i}".encode() for i in range(n)])
+    set_group_configs(
+        java_tool,
+        bootstrap,
+        group,
+        share_auto_offset_reset="earliest",
+        share_delivery_count_limit=str(limit),
+    )
+    consumer = start(
+        java_procs, kafka_lib, VERIFIABLE_SHARE_CONSUMER,
+        verifiable(
+            bootstrap, topic, group, "--acknowledgement-mode", "sync", "--ack-pattern", "release"
+        ),
+        "releasing",
+    )  # fmt: skip
+    wait_until(lambda: len(consumer.records()) >= n * limit, 90, message=consumer.describe())
+    wait_lag_zero(bootstrap, msg, group, topic)  # every record archived at the limit
+    consumer.stop()
+    polls = [
+        event["partitions"][0]["offsets"]
+        for event in consumer.events()
+        if event["name"] == "records_consumed"
+    ]
+    assert polls == THROTTLED_POLLS, consumer.describe()
+    acknowledged = consumer.acknowledged()
+    assert all(event["success"] for event in acknowledged), consumer.describe()
+    assert sum(event["ackTypeCounts"].get("RELEASE", 0) for event in acknowledged) == n * limit
 
 
 def test_console_share_consumer_release_counts_deliveries(
