@@ -392,6 +392,7 @@ def fetch_request(
     *,
     max_wait_ms: int = 100,
     max_records: int = 500,
+    batch_size: int | None = None,
     renew: bool = False,
     record_limit: bool = False,
 ) -> share_fetch.ShareFetchRequest:
@@ -403,7 +404,7 @@ def fetch_request(
         min_bytes=1,
         max_bytes=1 << 20,
         max_records=max_records,
-        batch_size=max_records,
+        batch_size=max_records if batch_size is None else batch_size,
         share_acquire_mode=1 if record_limit else 0,
         is_renew_ack=renew,
         topics=topics,
@@ -673,6 +674,22 @@ def share_fetch_record_limit_mode(p: Probe) -> None:
     )
     p.answer("the next three", fetch(4), 2)
     p.answer("and the next", fetch(5), 2)
+    p.answer("acknowledge to close", ack_request(group, me, CLOSE, []), 2)
+    a.leave()
+
+
+@scenario
+def share_fetch_batch_size_below_one(p: Probe) -> None:
+    """ShareFetch with a BatchSize of 0, then -1 (no client sends either): which
+    acquired-record ranges it answers with."""
+    group, tid, a = lone_member(p, "shb", "batch-a")
+    me = a.member_id
+    first = fetch_request(group, me, OPEN, [fetch_topic(tid)], max_wait_ms=1000, batch_size=0)
+    p.see_whole("batch size 0", first, 2, acquire(p, first))
+    release = ack_request(group, me, 1, [ack_topic(tid, 0, [(0, TEN - 1, [RELEASE])])])
+    p.answer("release them", release, 2)
+    again = fetch_request(group, me, 2, [fetch_topic(tid)], max_wait_ms=1000, batch_size=-1)
+    p.answer("batch size -1", again, 2)
     p.answer("acknowledge to close", ack_request(group, me, CLOSE, []), 2)
     a.leave()
 
