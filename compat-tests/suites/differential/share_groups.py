@@ -679,6 +679,36 @@ def share_fetch_record_limit_mode(p: Probe) -> None:
 
 
 @scenario
+def share_fetch_record_limit_reacquires(p: Probe) -> None:
+    """Record-limit mode on records already in flight: five of a batch of ten acquired,
+    released, then taken again two at a time (the limit cuts a re-acquisition), then the
+    rest, with the two kinds of records in one fetch."""
+    group, tid, a = lone_member(p, "shr2", "relimit-a")
+    me = a.member_id
+
+    def fetch(epoch: int, limit: int) -> Any:
+        topic = [fetch_topic(tid)]
+        return fetch_request(
+            group, me, epoch, topic, max_wait_ms=1000, max_records=limit, record_limit=True
+        )
+
+    p.see_whole("acquire five", fetch(OPEN, 5), 2, acquire(p, fetch(OPEN, 5)))
+    release = ack_request(group, me, 1, [ack_topic(tid, 0, [(0, 4, [RELEASE])])])
+    p.answer("release the five", release, 2)
+    p.answer("two of them again", fetch(2, 2), 2)
+    p.answer("two more", fetch(3, 2), 2)
+    p.answer("the last released one and new ones", fetch(4, 4), 2)
+    p.answer(
+        "acknowledge the first two",
+        ack_request(group, me, 5, [ack_topic(tid, 0, [(0, 1, [ACCEPT])])]),
+        2,
+    )
+    p.answer("the rest", fetch(6, 10), 2)
+    p.answer("acknowledge to close", ack_request(group, me, CLOSE, []), 2)
+    a.leave()
+
+
+@scenario
 def share_fetch_batch_size_below_one(p: Probe) -> None:
     """ShareFetch with a BatchSize of 0, then -1 (no client sends either): which
     acquired-record ranges it answers with."""
