@@ -65,12 +65,13 @@ class InFlightBatches:
             i += 1
 
     def track_per_offset(
-        self, first: int, last: int, unless: Callable[[InFlightBatch], bool]
+        self, first: int, last: int, when: Callable[[InFlightBatch], bool] | None = None
     ) -> None:
-        """Batches holding any of ``first..last`` are tracked record by record from now on,
-        except those for which ``unless`` holds."""
+        """Batches holding any of ``first..last`` are tracked record by record from now on:
+        all of them, or those for which ``when`` holds (the condition under which Kafka
+        switches a batch, at each place it does)."""
         for batch in self.overlapping(first, last):
-            if not batch.per_offset and not unless(batch):
+            if not batch.per_offset and (when is None or when(batch)):
                 batch.per_offset = True
 
     def drop_below(self, start_offset: int) -> None:

@@ -283,7 +283,7 @@ class SharePartition:
         self._cache_acquisition(lock, end, acquired, batches, cut)
         if self._available_between(end, self.end_offset - 1):
             # The rest of a batch the record limit cut: Kafka tracks it record by record.
-            self.inflight.track_per_offset(end, self.end_offset - 1, unless=_never)
+            self.inflight.track_per_offset(end, self.end_offset - 1)
         return lock, _coalesced(acquired), carried
 
     def _throttled_batch(self, batches: Sequence[LogBatch]) -> InFlightBatch | None:
@@ -352,7 +352,7 @@ class SharePartition:
                 self.inflight.track_per_offset(
                     a.first_offset,
                     min(a.last_offset, end - 1),
-                    unless=lambda batch: self._held_whole(batch, lock),
+                    when=lambda batch: not self._held_whole(batch, lock),
                 )
         if self.end_offset > end:
             bases = (b.base_offset for b in batches)
@@ -407,7 +407,7 @@ class SharePartition:
         touched = len(self.runs)
         if first < end:
             upto = min(last, end - 1)
-            self.inflight.track_per_offset(first, upto, unless=_within(first, last))
+            self.inflight.track_per_offset(first, upto, when=_sticks_out(first, last))
             self._split(first)
             self._split(upto + 1)
             i = touched = self._index(first)
@@ -508,7 +508,7 @@ class SharePartition:
         self.inflight.track_per_offset(
             max(first, self.start_offset),
             last,
-            unless=lambda batch: not self._tracks_per_offset_after(batch, first, last, types),
+            when=lambda batch: self._tracks_per_offset_after(batch, first, last, types),
         )
         spans = [(first, last, types[0])] if len(types) == 1 else _spans(first, types)
         changed: list[StateBatch] = []
@@ -554,7 +554,7 @@ class SharePartition:
         start = self.start_offset
         for lo, hi in targets:
             # Kafka releases a batch it tracks whole as one, unless the start is inside it.
-            self.inflight.track_per_offset(lo, hi, unless=lambda b: not b.first < start <= b.last)
+            self.inflight.track_per_offset(lo, hi, when=lambda b: b.first < start <= b.last)
             changed.extend(self._settle(lo, hi, DeliveryState.AVAILABLE))
         self._advance_start()
         return changed
@@ -588,7 +588,7 @@ class SharePartition:
         self.runs = [r for r in self.runs if r.first >= offset]
         self.start_offset = offset
         # Kafka archives the records below the start, which splits a batch it falls inside.
-        self.inflight.track_per_offset(offset, offset, unless=lambda b: b.first >= offset)
+        self.inflight.track_per_offset(offset, offset, when=lambda b: b.first < offset)
         self.inflight.drop_below(offset)
 
     # -- the runs ------------------------------------------------------------------------------
@@ -643,13 +643,9 @@ def _alike(runs: Sequence[Run]) -> bool:
     return all(r.state == runs[0].state and r.member == runs[0].member for r in runs[1:])
 
 
-def _never(batch: InFlightBatch) -> bool:
-    return False
-
-
-def _within(first: int, last: int) -> Callable[[InFlightBatch], bool]:
-    """Whether a batch lies inside ``first..last`` (Kafka's ``checkForFullMatch``)."""
-    return lambda batch: first <= batch.first and batch.last <= last
+def _sticks_out(first: int, last: int) -> Callable[[InFlightBatch], bool]:
+    """Whether a batch reaches outside ``first..last`` (Kafka's ``checkForFullMatch`` fails)."""
+    return lambda batch: not (first <= batch.first and batch.last <= last)
 
 
 def _state_after(ack: int) -> DeliveryState:
