@@ -17,6 +17,9 @@ import pytest
 
 from tests.helpers.process import REPO_ROOT
 
+#: Four minutes: it starts ahead of the other files (tests/conftest.py).
+pytestmark = pytest.mark.starts_first
+
 WORKLOADS = (
     "5 startup",
     "1 ProducerPerformance",

@@ -12,7 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.process import REPO_ROOT
+
+#: Five minutes: it starts ahead of the other files (tests/conftest.py).
+pytestmark = pytest.mark.starts_first
 
 
 def test_five_minutes_of_use_with_a_kill_every_minute(tmp_path: Path) -> None:
