@@ -249,6 +249,22 @@ def set_group_configs(java_tool: ToolRunner, bootstrap: str, group: str, **confi
     wait_group_configs(bootstrap, group, **configs)
 
 
+def limited_share_topic(
+    bootstrap: str, java_tool: ToolRunner, topic: str, group: str, n: int, limit: int
+) -> None:
+    """``topic`` with ``n`` records (``<topic>-<i>``) on partition 0, and ``group`` set to
+    read it from the earliest offset with a ``share.delivery.count.limit`` of ``limit``."""
+    new_topic(bootstrap, topic)
+    produce(bootstrap, topic, [f"{topic}-{i}".encode() for i in range(n)])
+    set_group_configs(
+        java_tool,
+        bootstrap,
+        group,
+        share_auto_offset_reset="earliest",
+        share_delivery_count_limit=str(limit),
+    )
+
+
 def rows(result: ToolResult, first: str) -> list[list[str]]:
     """The whitespace-split lines of a tool's stdout that start with ``first``."""
     return [line.split() for line in result.stdout.splitlines() if line.startswith(first)]
@@ -396,15 +412,7 @@ def test_rejected_records_are_delivered_once_and_released_ones_up_to_the_deliver
     java_procs: list[JavaProcess],
 ) -> None:
     topic, group, n, limit = "share-ack-pattern", "share-ack-pattern-group", 30, 3
-    new_topic(bootstrap, topic)
-    produce(bootstrap, topic, [f"{topic}-{i}".encode() for i in range(n)])
-    set_group_configs(
-        java_tool,
-        bootstrap,
-        group,
-        share_auto_offset_reset="earliest",
-        share_delivery_count_limit=str(limit),
-    )
+    limited_share_topic(bootstrap, java_tool, topic, group, n, limit)
     # By offset % 3: accept, release, reject.
     consumers = [
         start(
@@ -463,15 +471,7 @@ def test_records_released_again_and_again_come_back_in_ever_smaller_polls(
     java_procs: list[JavaProcess],
 ) -> None:
     topic, group, n, limit = "share-throttled", "share-throttled-group", 10, 6
-    new_topic(bootstrap, topic)
-    produce(bootstrap, topic, [f"{topic}-{i}".encode() for i in range(n)])
-    set_group_configs(
-        java_tool,
-        bootstrap,
-        group,
-        share_auto_offset_reset="earliest",
-        share_delivery_count_limit=str(limit),
-    )
+    limited_share_topic(bootstrap, java_tool, topic, group, n, limit)
     consumer = start(
         java_procs, kafka_lib, VERIFIABLE_SHARE_CONSUMER,
         verifiable(
@@ -497,15 +497,7 @@ def test_console_share_consumer_release_counts_deliveries(
     bootstrap: str, msg: SimpleNamespace, java_tool: ToolRunner
 ) -> None:
     topic, group, n = "share-console-release", "share-console-release-group", 10
-    new_topic(bootstrap, topic)
-    produce(bootstrap, topic, [f"{topic}-{i}".encode() for i in range(n)])
-    set_group_configs(
-        java_tool,
-        bootstrap,
-        group,
-        share_auto_offset_reset="earliest",
-        share_delivery_count_limit="2",
-    )
+    limited_share_topic(bootstrap, java_tool, topic, group, n, 2)
     result = java_tool(
         CONSOLE_SHARE_CONSUMER,
         *console(bootstrap, topic, group, "--release", "--max-messages", str(2 * n)),
