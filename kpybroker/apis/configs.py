@@ -12,7 +12,9 @@ Resources are topics, this broker (by id), the cluster-wide broker defaults (the
 name "") and groups (KIP-848's group configs; a group need not exist, and the name ""
 is INVALID_REQUEST). Changes are written to the metadata store, from where the broker
 applies them at once; an unknown config or a bad value is INVALID_CONFIG naming the key,
-and nothing of that resource is changed.
+and nothing of that resource is changed. This broker's loggers (BROKER_LOGGER, by the
+broker's id) are described, and changed by IncrementalAlterConfigs only, in this process
+(``kpybroker/config/broker_loggers.py``); AlterConfigs refuses them as Kafka does.
 
 Permissions, as Kafka 4 checks them: DESCRIBE_CONFIGS (to describe) or ALTER_CONFIGS (to
 alter) on the topic or group named, or on the cluster for brokers, broker loggers and
@@ -23,7 +25,7 @@ order, and check duplicates and null values before permissions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 from kpybroker.apis.support.config_changes import (
@@ -32,16 +34,21 @@ from kpybroker.apis.support.config_changes import (
     Resources,
     check_resources,
     new_configs,
+    unknown_operation,
 )
 from kpybroker.apis.support.config_resources import (
     ConfigResource,
     ResourceType,
+    check_logger_node,
     resolve_for_alter,
     resolve_for_describe,
 )
 from kpybroker.apis.support.context import RequestContext
 from kpybroker.apis.support.registry import api
+from kpybroker.config import broker_loggers
+from kpybroker.config.core import ConfigSource
 from kpybroker.config.describe import (
+    UNKNOWN_TYPE,
     ConfigEntry,
     broker_config_entries,
     default_broker_config_entries,
@@ -173,12 +180,32 @@ def describe_resource(
         result.error_code, result.error_message = exc.code, exc.message or ""
         return result
     keys = set(wanted.configuration_keys or ())
-    result.configs = [
-        entry_result(entry, request.include_synonyms, request.include_documentation)
-        for entry in config_entries(ctx, resource)
-        if not keys or entry.name in keys
-    ]
+    if resource.type is ResourceType.BROKER_LOGGER:
+        levels = broker_loggers.loggers()
+        result.configs = [logger_result(name, levels[name]) for name in sorted(levels)]
+    else:
+        result.configs = [
+            entry_result(entry, request.include_synonyms, request.include_documentation)
+            for entry in config_entries(ctx, resource)
+        ]
+    if keys:
+        result.configs = [entry for entry in result.configs if entry.name in keys]
     return result
+
+
+def logger_result(name: str, level: str) -> DescribeConfigsResourceResult:
+    """A logger as Kafka's ConfigHelper describes one: no synonyms, no type and no
+    documentation (its default, ""), whatever the request asks for."""
+    return DescribeConfigsResourceResult(
+        name=name,
+        value=level,
+        read_only=False,
+        config_source=ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+        is_sensitive=False,
+        synonyms=[],
+        config_type=UNKNOWN_TYPE,
+        documentation="",
+    )
 
 
 def invalid_describe_request(request: DescribeConfigsRequest) -> DescribeConfigsResponse:
@@ -201,6 +228,8 @@ def invalid_describe_request(request: DescribeConfigsRequest) -> DescribeConfigs
 # ---------------------------------------------------------------------------- alter
 
 NewSet = Callable[[ConfigResource, Mapping[str, str], Sequence[ConfigOp]], dict[str, str]]
+#: Checks and applies (unless validate-only) one resource's changes, raising its error.
+Change = Callable[[RequestContext, int, str, Sequence[ConfigOp], bool], Awaitable[None]]
 
 
 #: The resource types whose permission AlterConfigs checks: Kafka takes a broker logger
@@ -241,7 +270,7 @@ def checks_before_permission(resources: Resources) -> list[KafkaError | None]:
 async def alter_all(
     ctx: RequestContext,
     resources: Resources,
-    new_set: NewSet,
+    change: Change,
     validate_only: bool,
     response_class: type[T],
     guarded: frozenset[int],
@@ -252,19 +281,14 @@ async def alter_all(
     ``guarded`` the resource types whose permission is checked.
     """
     responses = []
-    checks = zip(
-        resources, checks_before_permission(resources), check_resources(resources), strict=True
-    )
-    for (type_id, name, ops), early_error, late_error in checks:
-        error = early_error
+    for (type_id, name, ops), error in zip(
+        resources, checks_before_permission(resources), strict=True
+    ):
         if error is None and type_id in guarded:
             error = alter_refusal(ctx, type_id, name)
-        error = error or late_error
         if error is None:
             try:
-                resource = resolve_for_alter(ctx.services, type_id, name)
-                configs = new_set(resource, resource.stored(ctx.services), ops)
-                await resource.replace(ctx.services, configs, validate_only=validate_only)
+                await change(ctx, type_id, name, ops, validate_only)
             except KafkaError as exc:
                 error = exc
         responses.append(
@@ -278,6 +302,21 @@ async def alter_all(
     return responses
 
 
+def changing_configs(new_set: NewSet) -> Change:
+    """A stored resource's change: its new dynamic set (``new_set``), validated and written."""
+
+    async def change(
+        ctx: RequestContext, type_id: int, name: str, ops: Sequence[ConfigOp], validate_only: bool
+    ) -> None:
+        if error := unknown_operation(ops):
+            raise error
+        resource = resolve_for_alter(ctx.services, type_id, name)
+        configs = new_set(resource, resource.stored(ctx.services), ops)
+        await resource.replace(ctx.services, configs, validate_only=validate_only)
+
+    return change
+
+
 def replaced_set(
     _resource: ConfigResource, _current: Mapping[str, str], ops: Sequence[ConfigOp]
 ) -> dict[str, str]:
@@ -289,6 +328,48 @@ def incremented_set(
     resource: ConfigResource, current: Mapping[str, str], ops: Sequence[ConfigOp]
 ) -> dict[str, str]:
     return new_configs(current, ops, resource.key)
+
+
+async def change_loggers(
+    ctx: RequestContext, name: str, ops: Sequence[ConfigOp], validate_only: bool
+) -> None:
+    """This broker's log levels, as Kafka's ``RuntimeLoggerManager``: the broker's id, then
+    every operation checked, then (unless validate-only) all of them applied in order."""
+    check_logger_node(ctx.services, name)
+    for op in ops:
+        if op.op == OpType.SET:
+            assert op.value is not None
+            broker_loggers.check_set(op.name, op.value)
+        elif op.op == OpType.DELETE:
+            broker_loggers.check_unset(op.name)
+        elif op.op in (OpType.APPEND, OpType.SUBTRACT):
+            raise _not_for_loggers(f"{OpType(op.op).name} operation")
+        else:
+            raise _not_for_loggers(f"Unknown operation type {op.op}")
+    if validate_only:
+        return
+    for op in ops:
+        if op.op == OpType.SET:
+            assert op.value is not None
+            broker_loggers.set_level(op.name, op.value)
+        else:
+            broker_loggers.unset_level(op.name)
+
+
+def _not_for_loggers(what: str) -> KafkaError:
+    return KafkaError(
+        ErrorCode.INVALID_REQUEST, f"{what} is not allowed for the BROKER_LOGGER resource"
+    )
+
+
+async def change_incrementally(
+    ctx: RequestContext, type_id: int, name: str, ops: Sequence[ConfigOp], validate_only: bool
+) -> None:
+    """IncrementalAlterConfigs' change of one resource: a logger's, or a stored one's."""
+    if type_id == ResourceType.BROKER_LOGGER:
+        await change_loggers(ctx, name, ops, validate_only)
+    else:
+        await changing_configs(incremented_set)(ctx, type_id, name, ops, validate_only)
 
 
 @api(alter_configs, 0, 2)
@@ -306,7 +387,7 @@ async def handle_alter_configs(
     responses = await alter_all(
         ctx,
         resources,
-        replaced_set,
+        changing_configs(replaced_set),
         request.validate_only,
         AlterConfigsResourceResponse,
         ALTER_GUARDED,
@@ -329,7 +410,7 @@ async def handle_incremental_alter_configs(
     responses = await alter_all(
         ctx,
         resources,
-        incremented_set,
+        change_incrementally,
         request.validate_only,
         IncrementalResourceResponse,
         INCREMENTAL_ALTER_GUARDED,

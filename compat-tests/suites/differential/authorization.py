@@ -587,7 +587,7 @@ class Admin:
                 validate_only=True,
             )
             self.s.answer(f"{phase}/AlterConfigs v{v}", request, v)
-        broker_logger = (8, self.broker, "kafka.server.KafkaApis", "DEBUG")
+        broker_logger = (8, self.broker, "root", "DEBUG")
         for v in (0, 1):
             request = incremental_alter_configs.IncrementalAlterConfigsRequest(
                 resources=[

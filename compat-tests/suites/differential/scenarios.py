@@ -1014,13 +1014,17 @@ GROUP_RESOURCE = 32
 
 
 def alter_group(
-    p: Probe, name: str, *ops: tuple[str, int, str | None], validate_only: bool = False
+    p: Probe,
+    name: str,
+    *ops: tuple[str, int, str | None],
+    validate_only: bool = False,
+    resource_type: int = GROUP_RESOURCE,
 ) -> list[Any]:
-    """IncrementalAlterConfigs v1 of one group; its error and message."""
+    """IncrementalAlterConfigs v1 of one group (or another resource); its error and message."""
     request = incremental_alter_configs.IncrementalAlterConfigsRequest(
         resources=[
             incremental_alter_configs.AlterConfigsResource(
-                resource_type=GROUP_RESOURCE,
+                resource_type=resource_type,
                 resource_name=name,
                 configs=[
                     incremental_alter_configs.AlterableConfig(
@@ -1106,6 +1110,93 @@ def describe_configs_group(p: Probe) -> None:
     see_configs(p, "deleted", describe_group_configs(p, group, synonyms=False))
     unnamed = describe_group_configs(p, "")
     p.see("no name", [error(unnamed.error_code), unnamed.error_message, len(unnamed.configs)])
+
+
+# -- Broker loggers (the BROKER_LOGGER config resource) ---------------------------------------
+
+BROKER_LOGGER_RESOURCE = 8
+
+
+def describe_loggers(p: Probe, name: str, keys: list[str] | None, documentation: bool) -> Any:
+    request = describe_configs.DescribeConfigsRequest(
+        resources=[
+            describe_configs.DescribeConfigsResource(
+                resource_type=BROKER_LOGGER_RESOURCE, resource_name=name, configuration_keys=keys
+            )
+        ],
+        include_synonyms=True,
+        include_documentation=documentation,
+    )
+    [result] = p.call(request, 4).results
+    return result
+
+
+def seen_logger_result(p: Probe, result: Any) -> list[Any]:
+    """A described resource whole: its error, and each entry's every field."""
+    return [
+        error(result.error_code),
+        (result.error_message or "").replace(str(p.node_id), "self"),
+        [
+            [c.name, c.value, CONFIG_SOURCES.get(c.config_source, c.config_source), c.read_only,
+             c.is_sensitive, c.synonyms, c.config_type, c.documentation]
+            for c in result.configs
+        ],
+    ]  # fmt: skip
+
+
+@scenario
+def broker_loggers(p: Probe) -> None:
+    """The BROKER_LOGGER resource: root's entry described whole, the resource names and the
+    changes both APIs refuse, and root's level set (validate-only, then for real and back).
+    The two brokers' other loggers are their own (log4j's and Python's), so only root's
+    entry and a logger neither has are compared."""
+    me = str(p.node_id)
+    for documentation in (False, True):
+        root = describe_loggers(p, me, ["root", "diff.no.such.logger"], documentation)
+        p.see(f"describe root, documentation {documentation}", seen_logger_result(p, root))
+    for label, name in (("no name", ""), ("not a number", "x"), ("another broker", "7")):
+        p.see(f"describe {label}", seen_logger_result(p, describe_loggers(p, name, None, False)))
+
+    def alter(name: str, *ops: tuple[str, int, str | None], validate_only: bool = False) -> Any:
+        code, message = alter_group(
+            p, name, *ops, validate_only=validate_only, resource_type=BROKER_LOGGER_RESOURCE
+        )
+        return [code, None if message is None else message.replace(me, "self")]
+
+    for label, name, ops in [
+        ("unknown logger", me, [("diff.no.such.logger", 0, "INFO")]),
+        ("level in lower case", me, [("root", 0, "debug")]),
+        ("level OFF", me, [("root", 0, "OFF")]),
+        ("unset unknown logger", me, [("diff.no.such.logger", 1, None)]),
+        ("unset root", me, [("root", 1, None)]),
+        ("append", me, [("root", 2, "INFO")]),
+        ("subtract", me, [("root", 3, "INFO")]),
+        ("unknown operation", me, [("root", 7, "INFO")]),
+        ("no value", me, [("root", 0, None)]),
+        ("twice", me, [("root", 0, "INFO"), ("root", 1, None)]),
+        ("no name", "", [("root", 0, "INFO")]),
+        ("not a number", "x", [("root", 0, "INFO")]),
+        ("another broker", "+7", [("root", 0, "INFO")]),
+    ]:
+        p.see(f"alter {label}", alter(name, *ops))
+    p.see("validate only", alter(me, ("root", 0, "DEBUG"), validate_only=True))
+    p.see("after validate only", seen_logger_result(p, describe_loggers(p, me, ["root"], False)))
+    p.see("set root", alter(me, ("root", 0, "WARN")))
+    p.see("after set", seen_logger_result(p, describe_loggers(p, me, ["root"], False)))
+    p.see("set root back", alter(me, ("root", 0, "INFO")))
+    for v in (0, 2):
+        request = alter_configs.AlterConfigsRequest(
+            resources=[
+                alter_configs.AlterConfigsResource(
+                    resource_type=BROKER_LOGGER_RESOURCE,
+                    resource_name=me,
+                    configs=[alter_configs.AlterableConfig(name="root", value="DEBUG")],
+                )
+            ],
+            validate_only=True,
+        )
+        [result] = p.call(request, v).responses
+        p.see(f"AlterConfigs v{v}", [error(result.error_code), result.error_message])
 
 
 @scenario

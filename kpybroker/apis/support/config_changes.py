@@ -54,11 +54,15 @@ def check_resources(resources: Resources) -> list[KafkaError | None]:
             errors.append(_invalid("Error due to duplicate config keys"))
         elif nulls := [op.name for op in ops if op.value is None and op.op != OpType.DELETE]:
             errors.append(_invalid("Null value not supported for : " + ", ".join(nulls)))
-        elif unknown := [op.op for op in ops if op.op not in _OP_IDS]:
-            errors.append(_invalid(f"Unknown operations type {unknown[0]}"))
         else:
-            errors.append(None)
+            errors.append(unknown_operation(ops))
     return errors
+
+
+def unknown_operation(ops: Sequence[ConfigOp]) -> KafkaError | None:
+    """INVALID_REQUEST naming the first operation id Kafka does not know, if any."""
+    unknown = [op.op for op in ops if op.op not in _OP_IDS]
+    return _invalid(f"Unknown operations type {unknown[0]}") if unknown else None
 
 
 def new_configs(

@@ -132,6 +132,10 @@ def resolve_for_describe(services: Services, type_id: int, name: str) -> ConfigR
         if not name:
             raise invalid_request("Group name must not be empty")
         return ConfigResource(ResourceType.GROUP, name)
+    if type_id == ResourceType.BROKER_LOGGER:
+        if not name:
+            raise invalid_request("Broker id must not be empty")
+        return _broker_resource(services, name, "Broker id", "", ResourceType.BROKER_LOGGER)
     raise invalid_request(f"Unsupported resource type: {_type_name(type_id)}")
 
 
@@ -151,16 +155,31 @@ def resolve_for_alter(services: Services, type_id: int, name: str) -> ConfigReso
     raise invalid_request(f"Unknown resource type {type_id}")
 
 
-def _broker_resource(services: Services, name: str, id_word: str, after_id: str) -> ConfigResource:
-    """This broker by id, or the cluster defaults for ""; Kafka words the two APIs'
-    messages slightly differently, hence ``id_word`` and ``after_id``."""
+def _broker_resource(
+    services: Services,
+    name: str,
+    id_word: str,
+    after_id: str,
+    kind: ResourceType = ResourceType.BROKER,
+) -> ConfigResource:
+    """This broker (or its loggers) by id, or the cluster defaults for ""; Kafka words the
+    APIs' messages slightly differently, hence ``id_word`` and ``after_id``."""
     if not name:
-        return ConfigResource(ResourceType.BROKER, name)
+        return ConfigResource(kind, name)
     broker_id = _broker_id(name, f"{id_word} must be an integer, but it is: ")
     own = services.cluster.broker_id
     if broker_id != own:
         raise invalid_request(f"Unexpected broker id, expected {own}{after_id} but received {name}")
-    return ConfigResource(ResourceType.BROKER, name, broker_id)
+    return ConfigResource(kind, name, broker_id)
+
+
+def check_logger_node(services: Services, name: str) -> None:
+    """IncrementalAlterConfigs' check of a BROKER_LOGGER resource's name: this broker's id
+    (Kafka's ``RuntimeLoggerManager.validateResourceNameIsNodeId``; "" is not an id)."""
+    node_id = _broker_id(name, "Node id must be an integer, but it is: ")
+    own = services.cluster.broker_id
+    if node_id != own:
+        raise invalid_request(f"Unexpected node id. Expected {own}, but received {node_id}")
 
 
 def _check_topic_name(name: str) -> None:
