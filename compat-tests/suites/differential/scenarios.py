@@ -22,7 +22,6 @@ from kpybroker.protocol.messages import (
     delete_groups,
     delete_records,
     delete_topics,
-    describe_configs,
     describe_groups,
     fetch,
     find_coordinator,
@@ -1041,17 +1040,7 @@ def alter_group(
 
 
 def describe_group_configs(p: Probe, name: str, *, synonyms: bool = True) -> Any:
-    request = describe_configs.DescribeConfigsRequest(
-        resources=[
-            describe_configs.DescribeConfigsResource(
-                resource_type=GROUP_RESOURCE, resource_name=name, configuration_keys=None
-            )
-        ],
-        include_synonyms=synonyms,
-        include_documentation=False,
-    )
-    [result] = p.call(request, 4).results
-    return result
+    return p.describe_configs(GROUP_RESOURCE, name, synonyms=synonyms)
 
 
 def group_config_value(p: Probe, name: str, key: str) -> str | None:
@@ -1118,17 +1107,9 @@ BROKER_LOGGER_RESOURCE = 8
 
 
 def describe_loggers(p: Probe, name: str, keys: list[str] | None, documentation: bool) -> Any:
-    request = describe_configs.DescribeConfigsRequest(
-        resources=[
-            describe_configs.DescribeConfigsResource(
-                resource_type=BROKER_LOGGER_RESOURCE, resource_name=name, configuration_keys=keys
-            )
-        ],
-        include_synonyms=True,
-        include_documentation=documentation,
+    return p.describe_configs(
+        BROKER_LOGGER_RESOURCE, name, keys=keys, synonyms=True, documentation=documentation
     )
-    [result] = p.call(request, 4).results
-    return result
 
 
 def seen_logger_result(p: Probe, result: Any) -> list[Any]:

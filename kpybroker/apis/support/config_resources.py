@@ -1,12 +1,13 @@
-"""Config resources (a topic, this broker, the cluster-wide broker defaults, a group) for the
-config APIs.
+"""Config resources (a topic, this broker, the cluster-wide broker defaults, a group, this
+broker's loggers) for the config APIs.
 
 DescribeConfigs, AlterConfigs and IncrementalAlterConfigs name a resource by a type id
 and a name. This module resolves that pair, with Kafka's error codes and messages, and
 reads and replaces a resource's stored dynamic configs (the metadata store's
 ``/config/topics/<topic>``, ``/config/brokers/<id|<default>>`` and
 ``/config/groups/<group>``), validating a new set the way Kafka's controller does before
-it is written. A group need not exist to be configured or described, as in Kafka.
+it is written. A group need not exist to be configured or described, as in Kafka. The
+loggers are named here and live in ``kpybroker/config/broker_loggers.py``, not in the store.
 """
 
 from __future__ import annotations
