@@ -4,7 +4,8 @@ Three brokers on a real ZooKeeper (see tests/helpers/replication_cluster.py). Ka
 ``kafka-topics.sh``, ``kafka-leader-election.sh`` and ``kafka-reassign-partitions.sh``
 (their Java classes) must tell the truth about replicas, the ISR and
 under-replicated partitions, move leadership back to preferred replicas, and move
-partitions between brokers with their data.
+partitions between brokers with their data; ``kafka-configs.sh`` changes one broker's
+loggers.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = ["cluster", "zookeeper"]  # fixtures
 pytestmark = pytest.mark.timeout(180)  # each test, on a loaded 2-core machine
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
 LEADER_ELECTION_COMMAND = "org.apache.kafka.tools.LeaderElectionCommand"
 REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 UNDER_REPLICATED = ("--describe", "--under-replicated-partitions")
@@ -72,6 +74,34 @@ def test_kafka_topics_describes_replicas_and_the_isr(
     cluster.wait_for_full_isr("described", 3)
     under = java_tool(TOPIC_COMMAND, "--bootstrap-server", bootstrap, *UNDER_REPLICATED).check()
     assert "Topic: described" not in under.stdout, under.describe()
+
+
+def test_kafka_configs_changes_the_loggers_of_the_broker_it_names(
+    cluster: ReplicatedCluster, java_tool: ToolRunner
+) -> None:
+    """Broker loggers are per broker: the admin client sends the change to the broker named,
+    whichever it bootstrapped from, and the others keep their levels."""
+
+    def configs(broker_id: int, *args: str) -> str:
+        return (
+            java_tool(
+                CONFIG_COMMAND,
+                "--bootstrap-server",
+                cluster.brokers[0].bootstrap,
+                "--entity-type",
+                "broker-loggers",
+                "--entity-name",
+                str(broker_id),
+                *args,
+            )
+            .check()
+            .stdout
+        )
+
+    configs(2, "--alter", "--add-config", "kpybroker=DEBUG")
+    assert "  kpybroker=DEBUG sensitive=false synonyms={}" in configs(2, "--describe")
+    for other in (0, 1):
+        assert "  kpybroker=INFO sensitive=false synonyms={}" in configs(other, "--describe")
 
 
 def test_kafka_leader_election_moves_leaders_back(
