@@ -8,9 +8,9 @@ As in Kafka 4.4, the answer holds groups, then broker loggers, then brokers (by
 id), then topics (by name, internal ones included); groups and client metrics
 count only when they have configs (``kafka-configs.sh --describe --entity-type
 groups`` lists the groups it finds here). Groups come by name here (Kafka's
-order is its map's). kpybroker has no broker-logger or client-metrics configs,
-so those types are accepted and list nothing (Kafka lists one broker logger per
-broker).
+order is its map's). Broker loggers, like brokers, are one per live broker, by
+id. kpybroker has no client-metrics configs, so that type is accepted and lists
+nothing.
 
 It needs DESCRIBE_CONFIGS on the cluster, checked first: a refusal is
 CLUSTER_AUTHORIZATION_FAILED and an empty list; a principal allowed sees every
@@ -57,11 +57,12 @@ async def handle_list_config_resources(
             ConfigResource(group_id, ResourceType.GROUP)
             for group_id in sorted(ctx.services.cluster.configured_groups())
         ]
-    if ResourceType.BROKER in wanted:
-        found += [
-            ConfigResource(str(broker_id), ResourceType.BROKER)
-            for broker_id in sorted(ctx.services.cluster.live_broker_ids())
-        ]
+    for kind in (ResourceType.BROKER_LOGGER, ResourceType.BROKER):
+        if kind in wanted:
+            found += [
+                ConfigResource(str(broker_id), kind)
+                for broker_id in sorted(ctx.services.cluster.live_broker_ids())
+            ]
     if ResourceType.TOPIC in wanted:
         found += [
             ConfigResource(name, ResourceType.TOPIC)

@@ -398,7 +398,8 @@ def test_list_config_resources_needs_describe_configs_on_the_cluster(version: in
         granting((CLUSTER, CLUSTER_NAME, AclOperation.DESCRIBE_CONFIGS)),
         topics=topics,
     )
-    assert [r.resource_name for r in allowed.config_resources] == ["0", "t"]
+    listed = [(r.resource_type, r.resource_name) for r in allowed.config_resources]
+    assert listed == [(CONFIG_LOGGER, "0"), (CONFIG_BROKER, "0"), (CONFIG_TOPIC, "t")]
 
 
 # -- DeleteRecords, DescribeProducers -----------------------------------------------------

@@ -344,7 +344,7 @@ def test_a_group_that_does_not_exist_is_configured_described_and_listed() -> Non
     deleted = incremental("g1", ("consumer.session.timeout.ms", DELETE, None))
     assert outcome(call(s, deleted, 1)) == (0, None)
     listed = call(s, list_config_resources.ListConfigResourcesRequest(resource_types=[]), 1)
-    assert [r.resource_type for r in listed.config_resources] == [4]
+    assert [r.resource_type for r in listed.config_resources] == [8, 4]  # loggers, broker
 
 
 def test_groups_come_first_in_list_config_resources() -> None:

@@ -389,7 +389,7 @@ def config_resources(p: Probe) -> None:
         request = list_config_resources.ListConfigResourcesRequest(resource_types=types)
         answer = p.call(request, version)
         found = [
-            (r.resource_type, "a broker" if r.resource_type == 4 else r.resource_name)
+            (r.resource_type, "a broker" if r.resource_type in (4, 8) else r.resource_name)
             for r in answer.config_resources
             if r.resource_type not in (2, 32) or r.resource_name.startswith("diff-config")
         ]
@@ -403,7 +403,7 @@ def config_resources(p: Probe) -> None:
     # Kafka applies the change through its metadata log: wait until it is listed.
     p.retry(lambda: listed(1, [32]), lambda answer: len(answer[1]) == 1, "the group config")
     p.see("v0", listed(0, []))
-    for types in ([2], [4], [2, 4], [16], [32], [1], [2, 99]):
+    for types in ([2], [4], [8], [2, 4], [8, 32, 4], [16], [32], [], [1], [2, 99]):
         p.see(f"v1 {types}", listed(1, types))
 
 
