@@ -408,6 +408,17 @@ class BrokerConfig:
         self._validate_replica_fetch()
         self._validate_listeners()
         self._validate_cordoned_log_dirs()
+        self._validate_share_assignors()
+
+    def _validate_share_assignors(self) -> None:
+        """GroupCoordinatorConfig's rule: one share group assignor (the table's validator keeps
+        it to the simple assignor, the one kpybroker has)."""
+        found = len(self.get_list("group.share.assignors") or ())
+        if found != 1:
+            raise ConfigError(
+                "group.share.assignors",
+                f"group.share.assignors must contain exactly one assignor, but found {found}",
+            )
 
     def _validate_cordoned_log_dirs(self) -> None:
         """KafkaConfig.validateCordonedLogDirs: ``*`` alone, or entries of log.dirs (log.dir)

@@ -706,6 +706,11 @@ BROKER_CONFIGS: dict[str, ConfigKey] = index_keys([
               enforced=True,
               doc="Longest interval between assignment updates of a share group (the most "
                   "share.assignment.interval.ms a group may set)."),
+    ConfigKey("group.share.assignors", LIST, ("simple",), MEDIUM, enforced=True,
+              valid=EachOneOf("simple",
+                              "org.apache.kafka.coordinator.group.assignor.SimpleAssignor"),
+              doc="The server-side assignor of share groups, exactly one. kpybroker has "
+                  "KIP-932's simple assignor only, by its name or Kafka's class name."),
     ConfigKey("group.share.assignor.offload.enable", BOOLEAN, True, MEDIUM, internal=True,
               doc="Compute share group assignments on a background thread."),
     ConfigKey("group.share.delivery.count.limit", INT, 5, MEDIUM, valid=Range(2, 10),

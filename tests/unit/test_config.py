@@ -408,6 +408,17 @@ def test_cross_config_rules() -> None:
         )
 
 
+def test_share_groups_take_exactly_one_assignor_the_simple_one() -> None:
+    """group.share.assignors: KIP-932's simple assignor, by name or Kafka's class name; a
+    server.properties naming another assignor does not start a broker that lacks it."""
+    for fine in ("simple", "org.apache.kafka.coordinator.group.assignor.SimpleAssignor"):
+        assert BrokerConfig({"group.share.assignors": fine}).get_list("group.share.assignors")
+    with pytest.raises(ConfigError, match="exactly one assignor, but found 2"):
+        BrokerConfig({"group.share.assignors": "simple,simple"})
+    with pytest.raises(ConfigError, match=r"Invalid value com\.example\.Custom"):
+        BrokerConfig({"group.share.assignors": "com.example.Custom"})
+
+
 def test_cordoned_log_dirs_are_entries_of_log_dirs_or_a_lone_star() -> None:
     """KafkaConfig.validateCordonedLogDirs, whose ``require`` a client altering the config is
     told as INVALID_REQUEST; the entries are compared as written in log.dirs (or log.dir)."""
