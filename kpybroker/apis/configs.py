@@ -250,23 +250,6 @@ def alter_refusal(ctx: RequestContext, type_id: int, name: str) -> KafkaError | 
     return KafkaError(code, None if type_id in REFUSED_BY_BROKER else default_message(code))
 
 
-def checks_before_permission(resources: Resources) -> list[KafkaError | None]:
-    """Kafka's checks that come before permissions (a resource or a config named twice, a
-    null value): ``check_resources`` without its unknown-operation check, which Kafka makes
-    only after (so an unknown operation counts as a SET here)."""
-    known = {int(op) for op in OpType}
-    return check_resources(
-        [
-            (
-                type_id,
-                name,
-                [op if op.op in known else ConfigOp(op.name, OpType.SET, op.value) for op in ops],
-            )
-            for type_id, name, ops in resources
-        ]
-    )
-
-
 async def alter_all(
     ctx: RequestContext,
     resources: Resources,
@@ -277,13 +260,12 @@ async def alter_all(
 ) -> list[T]:
     """Apply each resource's change on its own: one failing leaves the others to succeed.
 
-    ``response_class`` is the API's per-resource response (both APIs' have the same fields);
-    ``guarded`` the resource types whose permission is checked.
+    In Kafka's order: its preprocessing (``check_resources``), then the permission (for the
+    ``guarded`` resource types), then ``change``. ``response_class`` is the API's
+    per-resource response (both APIs' have the same fields).
     """
     responses = []
-    for (type_id, name, ops), error in zip(
-        resources, checks_before_permission(resources), strict=True
-    ):
+    for (type_id, name, ops), error in zip(resources, check_resources(resources), strict=True):
         if error is None and type_id in guarded:
             error = alter_refusal(ctx, type_id, name)
         if error is None:

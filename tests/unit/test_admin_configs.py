@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kpybroker.apis.support.config_changes import ConfigOp, OpType, check_resources, new_configs
+from kpybroker.apis.support.config_changes import (
+    ConfigOp,
+    OpType,
+    check_resources,
+    new_configs,
+    unknown_operation,
+)
 from kpybroker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, ConfigError, ConfigSource
 from kpybroker.config.describe import (
     UNKNOWN_TYPE,
@@ -85,13 +91,20 @@ def test_append_to_a_non_list_config_names_the_key() -> None:
     [
         ([ConfigOp("a", 0, "1"), ConfigOp("a", 0, "2")], "Error due to duplicate config keys"),
         ([ConfigOp("a", OpType.SET, None)], "Null value not supported for : a"),
-        ([ConfigOp("a", 9, "1")], "Unknown operations type 9"),
+        ([ConfigOp("a", 9, None)], "Null value not supported for : a"),
     ],
 )
 def test_preprocessing_refuses_malformed_resources(ops, message) -> None:
     (error,) = check_resources([(2, "t", ops)])
     assert error is not None and error.code == ErrorCode.INVALID_REQUEST
     assert error.message == message
+
+
+def test_an_unknown_operation_is_refused_after_preprocessing() -> None:
+    assert check_resources([(2, "t", [ConfigOp("a", 9, "1")])]) == [None]
+    error = unknown_operation([ConfigOp("a", OpType.SET, "1"), ConfigOp("b", 9, "1")])
+    assert error is not None and error.code == ErrorCode.INVALID_REQUEST
+    assert error.message == "Unknown operations type 9"
 
 
 def test_a_resource_named_twice_fails_both_times() -> None:

@@ -2,9 +2,11 @@
 
 Both APIs carry a list of resources, each with config names and values. Before any
 resource is touched, Kafka's ``ConfigAdminManager.preprocess`` refuses, per resource,
-a resource named twice, a config named twice and a null value where one is needed;
-``new_configs`` then turns the request's operations into the resource's whole new
-dynamic config set, as Kafka's controller does.
+a resource named twice, a config named twice and a null value where one is needed
+(``check_resources``), before it checks permissions. For a stored resource, Kafka's
+controller then refuses an operation id it does not know (``unknown_operation``), and
+``new_configs`` turns the request's operations into the resource's whole new dynamic
+config set, as the controller does.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ Resources = Sequence[tuple[int, str, Sequence[ConfigOp]]]
 
 
 def check_resources(resources: Resources) -> list[KafkaError | None]:
-    """Per resource, the error Kafka's preprocessing gives it, or None to go on."""
+    """Per resource, the error Kafka's preprocessing gives it, or None to go on. An
+    operation id Kafka does not know is not DELETE, so its value must not be null."""
     counts = Counter((type_id, name) for type_id, name, _ in resources)
     errors: list[KafkaError | None] = []
     for type_id, name, ops in resources:
@@ -55,7 +58,7 @@ def check_resources(resources: Resources) -> list[KafkaError | None]:
         elif nulls := [op.name for op in ops if op.value is None and op.op != OpType.DELETE]:
             errors.append(_invalid("Null value not supported for : " + ", ".join(nulls)))
         else:
-            errors.append(unknown_operation(ops))
+            errors.append(None)
     return errors
 
 
