@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import weakref
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -28,6 +29,8 @@ def _kill_leftovers() -> None:
 #: The lowest port :func:`free_port` hands out (above the well-known services' ports).
 LOWEST_PICKED_PORT = 10000
 _picker = random.Random()  # its own state: a test seeding ``random`` never repeats ports
+#: The ports handed out lately: a server picked for may not have bound its port yet.
+_recent: deque[int] = deque(maxlen=256)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -37,17 +40,24 @@ def free_port(host: str = "127.0.0.1") -> int:
     Picked below the kernel's ephemeral range when there is room there: a port the
     kernel hands out for port 0 is also what it gives the next outgoing connection,
     so between this pick and the server's bind a client's socket could take it, and
-    the server would fail to start (a rare failure seen in CI).
+    the server would fail to start (a rare failure seen in CI). Nor is a port handed
+    out twice in a row of picks: a cluster picks ZooKeeper's port and its brokers'
+    before any of them binds, and two equal picks made a broker fail to bind (CI).
     """
     lowest_ephemeral = _lowest_ephemeral_port()
+    port = None
     if lowest_ephemeral - LOWEST_PICKED_PORT >= 1000:
         for _ in range(50):
-            port = _picker.randrange(LOWEST_PICKED_PORT, lowest_ephemeral)
-            if _bindable(host, port):
-                return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+            candidate = _picker.randrange(LOWEST_PICKED_PORT, lowest_ephemeral)
+            if candidate not in _recent and _bindable(host, candidate):
+                port = candidate
+                break
+    while port is None or port in _recent:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = int(sock.getsockname()[1])
+    _recent.append(port)
+    return port
 
 
 def _bindable(host: str, port: int) -> bool:
