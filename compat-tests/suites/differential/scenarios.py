@@ -398,7 +398,7 @@ def config_resources(p: Probe) -> None:
     p.see("v1 [32] before", listed(1, [32]))
     p.see(
         "group config",
-        alter_group(p, "diff-config-group", ("consumer.heartbeat.interval.ms", 0, "6000")),
+        alter_incrementally(p, "diff-config-group", ("consumer.heartbeat.interval.ms", 0, "6000")),
     )
     # Kafka applies the change through its metadata log: wait until it is listed.
     p.retry(lambda: listed(1, [32]), lambda answer: len(answer[1]) == 1, "the group config")
@@ -1012,14 +1012,14 @@ def describe_configs_defaults(p: Probe) -> None:
 GROUP_RESOURCE = 32
 
 
-def alter_group(
+def alter_incrementally(
     p: Probe,
     name: str,
     *ops: tuple[str, int, str | None],
     validate_only: bool = False,
     resource_type: int = GROUP_RESOURCE,
 ) -> list[Any]:
-    """IncrementalAlterConfigs v1 of one group (or another resource); its error and message."""
+    """IncrementalAlterConfigs v1 of one resource (a group unless told); its error and message."""
     request = incremental_alter_configs.IncrementalAlterConfigsRequest(
         resources=[
             incremental_alter_configs.AlterConfigsResource(
@@ -1066,7 +1066,7 @@ def describe_configs_group(p: Probe) -> None:
     see_group_synonyms(p, "defaults", defaults)
     p.see(
         "set",
-        alter_group(
+        alter_incrementally(
             p,
             group,
             ("consumer.session.timeout.ms", 0, "50000"),
@@ -1084,7 +1084,7 @@ def describe_configs_group(p: Probe) -> None:
     see_group_synonyms(p, "altered", altered)
     p.see(
         "delete",
-        alter_group(
+        alter_incrementally(
             p,
             group,
             ("consumer.session.timeout.ms", 1, None),
@@ -1139,7 +1139,7 @@ def broker_loggers(p: Probe) -> None:
         p.see(f"describe {label}", seen_logger_result(p, describe_loggers(p, name, None, False)))
 
     def alter(name: str, *ops: tuple[str, int, str | None], validate_only: bool = False) -> Any:
-        code, message = alter_group(
+        code, message = alter_incrementally(
             p, name, *ops, validate_only=validate_only, resource_type=BROKER_LOGGER_RESOURCE
         )
         return [code, None if message is None else message.replace(me, "self")]
@@ -1204,21 +1204,22 @@ def alter_configs_group_errors(p: Probe) -> None:
     ]
     for label, key, value in cases:
         p.see(
-            f"incremental/{label}", alter_group(p, "diff-ga", (key, 0, value), validate_only=True)
+            f"incremental/{label}",
+            alter_incrementally(p, "diff-ga", (key, 0, value), validate_only=True),
         )
     p.see(
         "incremental/append",
-        alter_group(
+        alter_incrementally(
             p, "diff-ga", ("streams.rack.aware.assignment.tags", 2, "a"), validate_only=True
         ),
     )
     p.see(
         "incremental/no name",
-        alter_group(p, "", ("consumer.session.timeout.ms", 0, "50000"), validate_only=True),
+        alter_incrementally(p, "", ("consumer.session.timeout.ms", 0, "50000"), validate_only=True),
     )
     p.see(
         "incremental/bounds before request order",
-        alter_group(
+        alter_incrementally(
             p,
             "diff-ga",
             ("share.delivery.count.limit", 0, "20"),

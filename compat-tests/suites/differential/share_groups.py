@@ -43,7 +43,7 @@ from kpybroker.protocol.messages import (
 from .consumer_groups import heartbeat as consumer_heartbeat
 from .error_paths import UNKNOWN_ID, Topics, commit_request, ready_coordinator
 from .probe import Probe, api_name, batch, error, scenario
-from .scenarios import T0, alter_group, group_config_value
+from .scenarios import T0, alter_incrementally, group_config_value
 
 #: The APIs ApiVersions is asked about: the share group ones (76-79, 90-92), the share
 #: coordinator's (83-87), and those a share group's tools use beside them.
@@ -430,7 +430,7 @@ def share_topic(p: Probe, topics: Topics, name: str, group: str, partitions: int
     until it is described)."""
     topics.create(name, partitions)
     p.produce(name, 0, batch([b"%d" % i for i in range(TEN)], timestamp=T0))
-    assert alter_group(p, group, ("share.auto.offset.reset", 0, "earliest"))[0] == "NONE"
+    assert alter_incrementally(p, group, ("share.auto.offset.reset", 0, "earliest"))[0] == "NONE"
     p.retry(
         lambda: group_config_value(p, group, "share.auto.offset.reset"),
         lambda value: value == "earliest",
